@@ -1,0 +1,7 @@
+package broker
+
+// HasRetained reports whether a retained message is held for topic (tests only).
+func (b *Broker) HasRetained(topic string) bool {
+	_, ok := b.srv.Topics.Retained.Get(topic)
+	return ok
+}

@@ -1,0 +1,129 @@
+package broker
+
+import (
+	"bytes"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// policy is the auth and ACL hook. It decides from the current *Table alone:
+// nothing on the packet path does I/O (STYLE.md §8). Inline (in-process)
+// publishes skip mochi's ACL check; the components that use them enforce their
+// own policy.
+type policy struct {
+	mqtt.HookBase
+	table     atomic.Pointer[Table]
+	maxExpiry uint32
+	log       *slog.Logger
+
+	// mu guards sessions: the credentials each connected client proved, kept
+	// so a replaced table can re-check them and disconnect those that vanished.
+	mu       sync.Mutex
+	sessions map[*mqtt.Client][]byte
+}
+
+func newPolicy(t *Table, maxExpiry int64, log *slog.Logger) *policy {
+	p := &policy{maxExpiry: uint32(maxExpiry), log: log, sessions: make(map[*mqtt.Client][]byte)}
+	p.table.Store(t)
+	return p
+}
+
+func (p *policy) ID() string { return "chorus-policy" }
+
+func (p *policy) Provides(b byte) bool {
+	return bytes.Contains([]byte{
+		mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnDisconnect,
+	}, []byte{b})
+}
+
+// OnConnectAuthenticate accepts a client whose credentials the table proves and
+// whose Will, if any, it would be allowed to publish.
+func (p *policy) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	a, err := p.table.Load().Authenticate(string(pk.Connect.Username), pk.Connect.Password)
+	if err != nil {
+		p.log.Info("mqtt connect refused", "client", cl.ID, "username", string(pk.Connect.Username), "remote", cl.Net.Remote)
+		return false
+	}
+	if pk.Connect.WillFlag && !willAllowed(a, pk.Connect.WillTopic, pk.Connect.WillRetain) {
+		p.log.Info("mqtt connect refused: will topic not allowed", "client", cl.ID, "username", a.Username, "topic", pk.Connect.WillTopic)
+		return false
+	}
+	p.mu.Lock()
+	p.sessions[cl] = bytes.Clone(pk.Connect.Password)
+	p.mu.Unlock()
+	return true
+}
+
+func willAllowed(a *Account, topic string, retain bool) bool {
+	return coveredBy(a.Publish, topic) && (!retain || coveredBy(a.Retain, topic))
+}
+
+// OnACLCheck decides a publish (write) or a subscription and each delivery (read).
+func (p *policy) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
+	a, ok := p.table.Load().Lookup(string(cl.Properties.Username))
+	if !ok {
+		return false
+	}
+	if write {
+		return coveredBy(a.Publish, topic)
+	}
+	return coveredBy(a.Subscribe, topic)
+}
+
+// OnPublish refuses retained publishes outside the account's retain filters
+// and caps the expiry of non-retained messages. Retained state never gets an
+// expiry from the broker: device state must outlive any disconnect.
+func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if cl.Net.Inline {
+		return pk, nil
+	}
+	if pk.FixedHeader.Retain {
+		a, ok := p.table.Load().Lookup(string(cl.Properties.Username))
+		if !ok || !coveredBy(a.Retain, pk.TopicName) {
+			p.log.Info("retained publish refused", "client", cl.ID, "topic", pk.TopicName)
+			return pk, refusal(cl, pk)
+		}
+		return pk, nil
+	}
+	if e := pk.Properties.MessageExpiryInterval; p.maxExpiry > 0 && (e == 0 || e > p.maxExpiry) {
+		pk.Properties.MessageExpiryInterval = p.maxExpiry
+		pk.Expiry = pk.Created + int64(p.maxExpiry)
+	}
+	return pk, nil
+}
+
+// refusal is the error that makes mochi refuse pk without delivering it: an
+// MQTT 5 QoS>0 publisher gets PUBACK "not authorized" (0x87); anything else is
+// dropped, because mochi delivers a packet whose hook returned any other error.
+func refusal(cl *mqtt.Client, pk packets.Packet) error {
+	if cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 {
+		return packets.ErrNotAuthorized
+	}
+	return packets.ErrRejectPacket
+}
+
+func (p *policy) OnDisconnect(cl *mqtt.Client, _ error, _ bool) {
+	p.mu.Lock()
+	delete(p.sessions, cl)
+	p.mu.Unlock()
+}
+
+// replace swaps the table and returns the clients whose credentials no longer
+// authenticate; the caller disconnects them outside the lock.
+func (p *policy) replace(t *Table) []*mqtt.Client {
+	p.table.Store(t)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var gone []*mqtt.Client
+	for cl, pw := range p.sessions {
+		if _, err := t.Authenticate(string(cl.Properties.Username), pw); err != nil {
+			gone = append(gone, cl)
+			delete(p.sessions, cl)
+		}
+	}
+	return gone
+}

@@ -1,0 +1,196 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/mochi-mqtt/server/v2/listeners"
+)
+
+// tcpListener is an MQTT listener on a socket we bound ourselves, so a port in
+// use is an error at start-up. Each connection recovers from a panic in
+// mochi's packet decoding: a truncated MQTT 5 SUBSCRIBE panics in v2.7.9
+// (mochi-mqtt/server#501) and would otherwise kill the whole process.
+type tcpListener struct {
+	id    string
+	ln    net.Listener
+	proto string
+	log   *slog.Logger
+	wg    sync.WaitGroup
+}
+
+func listenTCP(id, addr string, tlsCfg *tls.Config) (*tcpListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen mqtt on %s: %w", addr, err)
+	}
+	proto := "mqtt"
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		proto = "mqtts"
+	}
+	return &tcpListener{id: id, ln: ln, proto: proto}, nil
+}
+
+func (l *tcpListener) ID() string                  { return l.id }
+func (l *tcpListener) Address() string             { return l.ln.Addr().String() }
+func (l *tcpListener) Protocol() string            { return l.proto }
+func (l *tcpListener) Init(log *slog.Logger) error { l.log = log; return nil }
+
+// Serve accepts until Close; each connection runs on its own goroutine.
+func (l *tcpListener) Serve(establish listeners.EstablishFn) {
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			serveRecovering(l.id, conn, establish, l.log)
+		}()
+	}
+}
+
+func (l *tcpListener) Close(closeClients listeners.CloseFn) {
+	_ = l.ln.Close()
+	closeClients(l.id)
+	l.wg.Wait()
+}
+
+// serveRecovering runs one connection and turns a panic into a closed
+// connection and a log line.
+func serveRecovering(id string, conn net.Conn, establish listeners.EstablishFn, log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Warn("mqtt connection panicked; closed", "listener", id, "remote", conn.RemoteAddr().String(), "panic", fmt.Sprint(r))
+			_ = conn.Close()
+		}
+	}()
+	if err := establish(id, conn); err != nil && !errors.Is(err, io.EOF) {
+		log.Debug("mqtt connection ended", "listener", id, "remote", conn.RemoteAddr().String(), "error", err)
+	}
+}
+
+// wsListener serves MQTT over websocket on one path (subprotocol "mqtt") from
+// its own http.Server, so binding errors are reported (mochi's own websocket
+// listener only logs them) and other paths answer 404.
+type wsListener struct {
+	id        string
+	ln        net.Listener
+	path      string
+	tls       bool
+	srv       *http.Server
+	log       *slog.Logger
+	upgrader  websocket.Upgrader
+	establish listeners.EstablishFn
+	wg        sync.WaitGroup // connections; http.Server.Shutdown does not wait for hijacked ones
+}
+
+func listenWS(id, addr, path string, tlsCfg *tls.Config) (*wsListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen mqtt-over-websocket on %s: %w", addr, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	return &wsListener{
+		id: id, ln: ln, path: path, tls: tlsCfg != nil,
+		upgrader: websocket.Upgrader{Subprotocols: []string{"mqtt"}},
+	}, nil
+}
+
+func (l *wsListener) ID() string      { return l.id }
+func (l *wsListener) Address() string { return l.ln.Addr().String() }
+func (l *wsListener) Protocol() string {
+	if l.tls {
+		return "wss"
+	}
+	return "ws"
+}
+
+// Init builds the HTTP server; mochi calls it from AddListener, before Serve.
+func (l *wsListener) Init(log *slog.Logger) error {
+	l.log = log
+	mux := http.NewServeMux()
+	mux.HandleFunc(l.path, l.handle)
+	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return nil
+}
+
+func (l *wsListener) handle(w http.ResponseWriter, r *http.Request) {
+	l.wg.Add(1)
+	defer l.wg.Done()
+	c, err := l.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	defer c.Close()
+	serveRecovering(l.id, &wsConn{Conn: c.UnderlyingConn(), ws: c}, l.establish, l.log)
+}
+
+// Serve sets the establish func before the first connection can arrive.
+func (l *wsListener) Serve(establish listeners.EstablishFn) {
+	l.establish = establish
+	_ = l.srv.Serve(l.ln)
+}
+
+func (l *wsListener) Close(closeClients listeners.CloseFn) {
+	closeClients(l.id)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = l.srv.Shutdown(ctx)
+	_ = l.ln.Close()
+	l.wg.Wait()
+}
+
+// wsConn presents a websocket as the byte stream mochi reads MQTT packets
+// from: binary frames only, one frame may hold part of a packet or several.
+type wsConn struct {
+	net.Conn
+	ws *websocket.Conn
+	r  io.Reader
+}
+
+var errTextFrame = errors.New("mqtt over websocket: text frame")
+
+func (c *wsConn) Read(p []byte) (int, error) {
+	for {
+		if c.r == nil {
+			op, r, err := c.ws.NextReader()
+			if err != nil {
+				return 0, err
+			}
+			if op != websocket.BinaryMessage {
+				return 0, errTextFrame
+			}
+			c.r = r
+		}
+		n, err := c.r.Read(p)
+		if errors.Is(err, io.EOF) {
+			c.r = nil
+			if n == 0 {
+				continue
+			}
+			return n, nil
+		}
+		return n, err
+	}
+}
+
+func (c *wsConn) Write(p []byte) (int, error) {
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

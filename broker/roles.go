@@ -1,0 +1,73 @@
+package broker
+
+import "github.com/chorus-edge/chorus/gateway/skillcred"
+
+// The account constructors below encode the ACL matrix of ARCHITECTURE.md §6.
+// Topic strings are spelled from the tree of §3.
+
+const treeRoot = "chorus/v1/"
+
+// DeviceAccount returns the account of a device's agent: it reads and writes
+// only its own subtree, retains only its state topics, and never writes desired.
+func DeviceAccount(device, secretHash string, skillKey []byte, keyVersion int) Account {
+	own := treeRoot + device + "/"
+	state := []string{own + "availability", own + "birth", own + "connectivity", own + "skills"}
+	return Account{
+		Username:   device,
+		Role:       RoleDevice,
+		Device:     device,
+		SecretHash: secretHash,
+		Publish:    append(append([]string(nil), state...), own+"bus/+"),
+		Retain:     state,
+		Subscribe:  []string{own + "#"},
+		SkillKey:   skillKey,
+		KeyVersion: keyVersion,
+	}
+}
+
+// SkillAccount returns the account of a skill process: it reads and writes only
+// its device's bus, never retained, never the device's state topics.
+func SkillAccount(device, skill string) Account {
+	bus := treeRoot + device + "/bus/+"
+	return Account{
+		Username:  skillcred.Username(device, skill),
+		Role:      RoleSkill,
+		Device:    device,
+		Publish:   []string{bus},
+		Subscribe: []string{bus},
+	}
+}
+
+// IntegrationAccount returns an observer such as Home Assistant: it reads the
+// tree and Home Assistant's discovery topics, and writes only skill switches,
+// update requests, Home Assistant's status and the bus types it was granted.
+func IntegrationAccount(name, secretHash string, allowTypes ...string) Account {
+	pub := []string{
+		treeRoot + "+/skill/+/set",
+		treeRoot + "+/skill/+/update/set",
+		"homeassistant/status",
+	}
+	for _, t := range allowTypes {
+		pub = append(pub, treeRoot+"+/bus/"+t)
+	}
+	return Account{
+		Username:   "integration:" + name,
+		Role:       RoleIntegration,
+		SecretHash: secretHash,
+		Publish:    pub,
+		Subscribe:  []string{treeRoot + "#", "homeassistant/#"},
+	}
+}
+
+// OperatorAccount returns a person's `chorus bus` credential: it reads
+// everything and emits bus messages to any device, never retained and never
+// desired; fleet changes go through the HTTP API.
+func OperatorAccount(name, secretHash string) Account {
+	return Account{
+		Username:   "operator:" + name,
+		Role:       RoleOperator,
+		SecretHash: secretHash,
+		Publish:    []string{treeRoot + "+/bus/+"},
+		Subscribe:  []string{treeRoot + "#", "homeassistant/#", "$SYS/#"},
+	}
+}
