@@ -105,15 +105,7 @@ func (b *Broker) start() error {
 }
 
 // abort releases what a failed start acquired.
-func (b *Broker) abort() {
-	_ = b.Close()
-	if b.tcp != nil {
-		_ = b.tcp.ln.Close()
-	}
-	if b.ws != nil {
-		_ = b.ws.ln.Close()
-	}
-}
+func (b *Broker) abort() { _ = b.Close() }
 
 // Addr returns the bound address of the MQTT TCP listener.
 func (b *Broker) Addr() string { return b.tcp.Address() }
@@ -161,9 +153,18 @@ type Stats struct {
 // returns once everything the broker started has exited. It is idempotent.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
-		if b.srv != nil {
-			_ = b.srv.Close()
+		if b.tcp != nil {
+			_ = b.tcp.ln.Close()
 		}
+		if b.ws != nil {
+			_ = b.ws.ln.Close()
+		}
+		for _, cl := range b.srv.Clients.GetAll() {
+			if !cl.Net.Inline {
+				_ = b.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
+			}
+		}
+		_ = b.srv.Close() // waits in the listeners' Close for the connections
 	})
 	return nil
 }

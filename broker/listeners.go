@@ -61,9 +61,12 @@ func (l *tcpListener) Serve(establish listeners.EstablishFn) {
 	}
 }
 
-func (l *tcpListener) Close(closeClients listeners.CloseFn) {
+// Close stops accepting and waits for the connections to end. It does not
+// call mochi's closeClients: Broker.Close disconnects clients itself, because
+// mochi's Clients.GetByListener takes a read lock twice and deadlocks against
+// a client leaving at the same moment (v2.7.9).
+func (l *tcpListener) Close(listeners.CloseFn) {
 	_ = l.ln.Close()
-	closeClients(l.id)
 	l.wg.Wait()
 }
 
@@ -145,8 +148,9 @@ func (l *wsListener) Serve(establish listeners.EstablishFn) {
 	_ = l.srv.Serve(l.ln)
 }
 
-func (l *wsListener) Close(closeClients listeners.CloseFn) {
-	closeClients(l.id)
+// Close stops the HTTP server and waits for the connections to end; see
+// tcpListener.Close for why clients are not closed here.
+func (l *wsListener) Close(listeners.CloseFn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = l.srv.Shutdown(ctx)
