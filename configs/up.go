@@ -23,8 +23,8 @@ type Up struct {
 	Observer Credential `json:"observer"` // integration role, read-only (e.g. mosquitto_sub, Home Assistant)
 	Operator Credential `json:"operator"` // operator role, for `chorus bus`
 	// Device and Agent are set by `chorus up`: the local device and its agent's credentials.
-	Device string      `json:"device,omitempty"`
-	Agent  *Credential `json:"agent,omitempty"`
+	Device string            `json:"device,omitempty"`
+	Agent  *AgentCredentials `json:"agent,omitempty"`
 }
 
 // Credential is an MQTT username and password.
