@@ -42,7 +42,7 @@ func Start(cfg Config, table *Table) (*Broker, error) {
 	b.srv = mqtt.New(&mqtt.Options{
 		InlineClient:           true,
 		Capabilities:           b.capabilities(),
-		Logger:                 cfg.Logger.With("component", "mochi"),
+		Logger:                 mochiLogger(cfg.Logger),
 		SysTopicResendInterval: 10,
 	})
 	if err := b.start(); err != nil {

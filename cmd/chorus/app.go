@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
+
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -112,14 +112,4 @@ func (a *app) applyEnv(cmd *cobra.Command) error {
 		}
 	})
 	return err
-}
-
-// stderrIsTerminal reports whether messages for a person should be printed.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet/httpapi"
+	"github.com/chorus-edge/chorus/fleet/localauth"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// serveFlags are the flags `chorus gateway` and `chorus up` share; a flag the
+// user set overrides the config file.
+type serveFlags struct {
+	config       string
+	dataDir      string
+	mqttListen   string
+	mqttWSListen string
+	httpListen   string
+}
+
+func (f *serveFlags) register(cmd *cobra.Command, mqttDefault, httpDefault string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "JSON config file (missing file = defaults)")
+	fl.StringVar(&f.dataDir, "data-dir", configs.DefaultDataDir, "directory for state (broker store, credentials, up.json)")
+	fl.StringVar(&f.mqttListen, "mqtt-listen", mqttDefault, "MQTT TCP listener host:port")
+	fl.StringVar(&f.mqttWSListen, "mqtt-ws-listen", "", "MQTT-over-websocket listener host:port (off when empty)")
+	fl.StringVar(&f.httpListen, "http-listen", httpDefault, "gateway HTTP listener host:port")
+}
+
+// load reads the config file and lays the flags the user set (or whose
+// defaults differ from the file's role-neutral defaults) over it.
+func (f *serveFlags) load(cmd *cobra.Command, a *app) (configs.Config, error) {
+	cfg, warnings, err := configs.Load(f.config)
+	if err != nil {
+		return cfg, err
+	}
+	for _, w := range warnings {
+		a.log.Warn("config: " + w)
+	}
+	fl := cmd.Flags()
+	if f.config == "" || fl.Changed("data-dir") {
+		cfg.DataDir = f.dataDir
+	}
+	if f.config == "" || fl.Changed("mqtt-listen") {
+		cfg.Broker.MQTTListen = f.mqttListen
+	}
+	if fl.Changed("mqtt-ws-listen") {
+		cfg.Broker.WSListen = f.mqttWSListen
+	}
+	if f.config == "" || fl.Changed("http-listen") {
+		cfg.HTTP.Listen = f.httpListen
+	}
+	return cfg, cfg.Validate()
+}
+
+func (a *app) newGatewayCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run the gateway: the embedded MQTT broker and the HTTP API",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.load(cmd, a)
+			if err != nil {
+				return err
+			}
+			g, err := a.startGateway(cfg, "")
+			if err != nil {
+				return err
+			}
+			a.printUp(g.up, cfg.DataDir, false)
+			<-cmd.Context().Done()
+			return g.close()
+		},
+	}
+	f.register(cmd, broker.DefaultMQTTListen, "0.0.0.0:8080")
+	return cmd
+}
+
+// gatewayRun is a running gateway.
+type gatewayRun struct {
+	a      *app
+	broker *broker.Broker
+	http   *httpapi.Server
+	up     configs.Up
+	local  localauth.Local
+}
+
+// startGateway starts the broker and the HTTP server and writes up.json.
+// device, when set, also provisions a local device and its agent's credentials.
+func (a *app) startGateway(cfg configs.Config, device string) (*gatewayRun, error) {
+	local, err := localauth.LoadOrCreate(cfg.DataDir, device)
+	if err != nil {
+		return nil, err
+	}
+	accounts, err := local.Accounts()
+	if err != nil {
+		return nil, err
+	}
+	table, err := broker.NewTable(accounts...)
+	if err != nil {
+		return nil, err
+	}
+	bcfg, err := brokerConfig(cfg, a)
+	if err != nil {
+		return nil, err
+	}
+	b, err := broker.Start(bcfg, table)
+	if err != nil {
+		return nil, err
+	}
+	g := &gatewayRun{a: a, broker: b, local: local}
+	if err := g.startHTTP(cfg); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	g.up = configs.Up{MQTTURL: b.URL(), HTTPURL: g.http.URL(), Observer: local.Observer, Operator: local.Operator}
+	if local.Device != nil && device != "" {
+		agent := *local.Device
+		agent.MQTTURL, agent.ServerURL = g.up.MQTTURL, g.up.HTTPURL
+		g.up.Device, g.up.Agent = device, &agent
+	}
+	if err := configs.WriteUp(configs.UpPath(cfg.DataDir), g.up); err != nil {
+		_ = g.close()
+		return nil, err
+	}
+	g.setAvailability("online")
+	return g, nil
+}
+
+func (g *gatewayRun) startHTTP(cfg configs.Config) error {
+	tlsCfg, err := cfg.HTTP.TLS.Config()
+	if err != nil {
+		return fmt.Errorf("http.tls: %w", err)
+	}
+	ver, _ := buildInfo()
+	g.http, err = httpapi.Start(httpapi.Config{
+		Listen: cfg.HTTP.Listen, TLS: tlsCfg, Version: ver, Logger: g.a.log.With("component", "http"),
+		Health: func() map[string]any {
+			s := g.broker.Stats()
+			return map[string]any{"mqtt": map[string]any{"clients": s.ClientsConnected, "retained": s.Retained}}
+		},
+	})
+	return err
+}
+
+func brokerConfig(cfg configs.Config, a *app) (broker.Config, error) {
+	tlsCfg, err := cfg.Broker.TLS.Config()
+	if err != nil {
+		return broker.Config{}, fmt.Errorf("broker.tls: %w", err)
+	}
+	return broker.Config{
+		MQTTListen: cfg.Broker.MQTTListen, WSListen: cfg.Broker.WSListen, TLS: tlsCfg,
+		DataDir:          cfg.DataDir + "/broker",
+		MaxPacketSize:    uint32(cfg.Broker.MaxPacketSize),
+		MaxMessageExpiry: cfg.Broker.MaxMessageExpiry,
+		MaxInflight:      uint16(cfg.Broker.MaxInflight),
+		MaxWritesPending: int32(cfg.Broker.MaxWritesPending),
+		MaxClients:       cfg.Broker.MaxClients,
+		Logger:           a.log.With("component", "broker"),
+	}, nil
+}
+
+// setAvailability publishes the gateway's own retained availability.
+func (g *gatewayRun) setAvailability(state string) {
+	err := g.broker.Publish(broker.Message{Topic: topic.GatewayAvailability, Payload: []byte(state), QoS: 1, Retain: true})
+	if err != nil {
+		g.a.log.Warn("publish gateway availability", "error", err)
+	}
+}
+
+// close stops the gateway within 5 s.
+func (g *gatewayRun) close() error {
+	g.setAvailability("offline")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	err := g.http.Close(ctx)
+	_ = g.broker.Close()
+	return err
+}
+
+// printUp tells a person what listens where and what to try next.
+func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {
+	fmt.Fprintf(a.stdout, "Chorus is up.\n  MQTT  %s\n  HTTP  %s\n  credentials: %s (mode 0600)\n", up.MQTTURL, up.HTTPURL, configs.UpPath(dataDir))
+	if withAgent && up.Device != "" {
+		fmt.Fprintf(a.stdout, "  local device: %s\n", up.Device)
+	}
+	fmt.Fprintf(a.stdout, "Try:\n  curl %s/healthz\n", up.HTTPURL)
+	fmt.Fprintf(a.stdout, "  mosquitto_sub -V 5 -h <host> -p <port> -u %s -P <observer password from up.json> -t 'chorus/v1/#' -v\n", up.Observer.Username)
+	fmt.Fprintln(a.stdout, "Stop with Ctrl-C.")
+}

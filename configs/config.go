@@ -1,0 +1,171 @@
+package configs
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Config is the whole chorus.json. Every role reads the sections it needs.
+// Key names follow OVOS's mycroft.conf where the concept is the same
+// (skills.blacklisted_skills, websocket.host/port/route/max_msg_size).
+// Durations are seconds, as in mycroft.conf.
+type Config struct {
+	DataDir      string       `json:"data_dir"`
+	Log          Log          `json:"log"`
+	Broker       Broker       `json:"broker"`
+	HTTP         HTTP         `json:"http"`
+	Websocket    Websocket    `json:"websocket"`
+	Skills       Skills       `json:"skills"`
+	Connectivity Connectivity `json:"connectivity"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `json:"level"`  // debug, info, warn, error
+	Format string `json:"format"` // text, json
+}
+
+// Broker configures the embedded MQTT broker (gateway only).
+type Broker struct {
+	MQTTListen       string `json:"mqtt_listen"`
+	WSListen         string `json:"ws_listen"` // MQTT over websocket; "" = off
+	TLS              TLS    `json:"tls"`
+	MaxPacketSize    int64  `json:"max_packet_size"`    // bytes
+	MaxMessageExpiry int64  `json:"max_message_expiry"` // seconds, non-retained messages only
+	MaxInflight      int64  `json:"max_inflight"`
+	MaxWritesPending int64  `json:"max_writes_pending"`
+	MaxClients       int64  `json:"max_clients"`
+}
+
+// TLS names a certificate and key in PEM files; both empty = plain.
+type TLS struct {
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+}
+
+// HTTP configures the gateway's HTTP server.
+type HTTP struct {
+	Listen string `json:"listen"`
+	TLS    TLS    `json:"tls"`
+}
+
+// Websocket is the agent's OVOS websocket drop-in, as mycroft.conf's section.
+type Websocket struct {
+	Host       string `json:"host"`
+	Port       int    `json:"port"`
+	Route      string `json:"route"`
+	MaxMsgSize int    `json:"max_msg_size"` // MB, as mycroft.conf
+	Disabled   bool   `json:"disabled"`
+}
+
+// Skills configures the agent's skill manager (SKILL_MANAGER.md).
+type Skills struct {
+	BlacklistedSkills    []string  `json:"blacklisted_skills"`
+	Capabilities         []string  `json:"capabilities"`
+	ReadyTimeout         Seconds   `json:"ready_timeout"`
+	StopGrace            Seconds   `json:"stop_grace"`
+	ScanInterval         Seconds   `json:"scan_interval"`
+	TrainTimeout         Seconds   `json:"train_timeout"`
+	SettingsRoot         string    `json:"settings_root"`
+	WaitForIntentService bool      `json:"wait_for_intent_service"`
+	Installer            Installer `json:"installer"`
+}
+
+// Installer gates install requests arriving on the bus (SKILL_MANAGER.md §10).
+type Installer struct {
+	AllowPip bool `json:"allow_pip"`
+}
+
+// Connectivity configures the agent's connectivity checks (SKILL_MANAGER.md §5).
+type Connectivity struct {
+	PHALTimeout   Seconds  `json:"phal_timeout"`
+	CheckURLs     []string `json:"check_urls"`
+	CheckInterval Seconds  `json:"check_interval"`
+}
+
+// Seconds is a duration written as a number of seconds.
+type Seconds float64
+
+// Duration converts s.
+func (s Seconds) Duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
+
+// Default returns the configuration used when no file is given.
+func Default() Config {
+	return Config{
+		DataDir: DefaultDataDir,
+		Log:     Log{Level: "info", Format: "text"},
+		Broker: Broker{
+			MQTTListen: "0.0.0.0:1883", MaxPacketSize: 10<<20 + 64<<10, MaxMessageExpiry: 86400,
+			MaxInflight: 1024, MaxWritesPending: 1024, MaxClients: 50000,
+		},
+		HTTP:      HTTP{Listen: "0.0.0.0:8080"},
+		Websocket: Websocket{Host: "127.0.0.1", Port: 8181, Route: "/core", MaxMsgSize: 10},
+		Skills: Skills{
+			BlacklistedSkills: []string{}, Capabilities: []string{},
+			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60,
+		},
+		Connectivity: Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
+	}
+}
+
+// Load reads path over the defaults. A missing file means defaults. Unknown
+// keys are returned as warnings; a wrong type or an invalid value is an error
+// naming the key path.
+func Load(path string) (Config, []string, error) {
+	cfg := Default()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cfg, nil, nil
+	}
+	if err != nil {
+		return cfg, nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	warnings, err := Parse(b, &cfg)
+	if err != nil {
+		return cfg, warnings, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, warnings, nil
+}
+
+// Parse decodes b over cfg and validates the result.
+func Parse(b []byte, cfg *Config) (warnings []string, err error) {
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not valid JSON: data after the top-level object")
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, errors.New("the top level must be a JSON object")
+	}
+	warnings = unknownKeys(raw, cfg)
+	if err := json.Unmarshal(b, cfg); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return warnings, fmt.Errorf("%s: want %s, got JSON %s", te.Field, te.Type, te.Value)
+		}
+		return warnings, err
+	}
+	return warnings, cfg.Validate()
+}
+
+// Config loads the certificate pair, or returns nil when none is configured.
+func (t TLS) Config() (*tls.Config, error) {
+	if t.CertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load TLS certificate %s: %w", t.CertFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}

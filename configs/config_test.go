@@ -1,0 +1,106 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every JSON file in this folder must load without error or warning.
+func TestExampleConfigsLoad(t *testing.T) {
+	files, err := filepath.Glob("*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example configs: %v", err)
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			_, warnings, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) > 0 {
+				t.Fatalf("warnings: %v", warnings)
+			}
+		})
+	}
+}
+
+func TestMissingFileMeansDefaults(t *testing.T) {
+	cfg, w, err := Load(filepath.Join(t.TempDir(), "none.json"))
+	if err != nil || len(w) != 0 {
+		t.Fatal(err, w)
+	}
+	if cfg.Broker.MaxPacketSize != Default().Broker.MaxPacketSize {
+		t.Fatal("defaults not applied")
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		name, json, want string
+	}{
+		{"not json", `{`, "not valid JSON"},
+		{"array", `[]`, "top level must be a JSON object"},
+		{"trailing", `{} {}`, "data after"},
+		{"wrong type", `{"broker": {"max_packet_size": "big"}}`, "broker.max_packet_size: want int64"},
+		{"wrong nested type", `{"skills": {"blacklisted_skills": "x"}}`, "skills.blacklisted_skills"},
+		{"out of range", `{"broker": {"max_packet_size": 10}}`, "broker.max_packet_size: 10 is outside"},
+		{"bad level", `{"log": {"level": "loud"}}`, "log.level"},
+		{"bad listen", `{"http": {"listen": "8080"}}`, "http.listen"},
+		{"half tls", `{"broker": {"tls": {"cert_file": "c.pem"}}}`, "broker.tls"},
+		{"bad url", `{"connectivity": {"check_urls": ["ftp://x"]}}`, "connectivity.check_urls"},
+		{"negative", `{"skills": {"ready_timeout": -1}}`, "skills.ready_timeout"},
+		{"route", `{"websocket": {"route": "core"}}`, "websocket.route"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Default()
+			_, err := Parse([]byte(tc.json), &cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnknownKeysWarn(t *testing.T) {
+	cfg := Default()
+	w, err := Parse([]byte(`{"brokr": {}, "skills": {"blacklisted_skills": ["a"], "colour": 1}}`), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"unknown key brokr (ignored)", "unknown key skills.colour (ignored)"}
+	if strings.Join(w, "|") != strings.Join(want, "|") {
+		t.Fatalf("warnings = %q, want %q", w, want)
+	}
+	if len(cfg.Skills.BlacklistedSkills) != 1 {
+		t.Fatal("known key not applied")
+	}
+}
+
+func TestUpRoundTrip(t *testing.T) {
+	p := UpPath(t.TempDir())
+	in := Up{MQTTURL: "mqtt://127.0.0.1:1883", Operator: Credential{"operator:local", "s"}}
+	if err := WriteUp(p, in); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(p)
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	out, err := ReadUp(p)
+	if err != nil || out.Operator != in.Operator {
+		t.Fatal(out, err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	b, _ := os.ReadFile("chorus.json")
+	f.Add(b)
+	f.Add([]byte(`{"broker":{"max_packet_size":1e400}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg := Default()
+		_, _ = Parse(b, &cfg)
+	})
+}

@@ -1,0 +1,147 @@
+package configs
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Validate checks every value; the error names the key path and the reason.
+func (c Config) Validate() error {
+	checks := []struct {
+		key string
+		err error
+	}{
+		{"data_dir", nonEmpty(c.DataDir)},
+		{"log.level", oneOf(c.Log.Level, "debug", "info", "warn", "error")},
+		{"log.format", oneOf(c.Log.Format, "text", "json")},
+		{"broker.mqtt_listen", hostPort(c.Broker.MQTTListen, false)},
+		{"broker.ws_listen", hostPort(c.Broker.WSListen, true)},
+		{"broker.tls", tlsPair(c.Broker.TLS)},
+		{"broker.max_packet_size", between(c.Broker.MaxPacketSize, 1024, 268435455)},
+		{"broker.max_message_expiry", between(c.Broker.MaxMessageExpiry, 0, 1<<32-1)},
+		{"broker.max_inflight", between(c.Broker.MaxInflight, 1, 65535)},
+		{"broker.max_writes_pending", between(c.Broker.MaxWritesPending, 1, 1<<31-1)},
+		{"broker.max_clients", between(c.Broker.MaxClients, 1, 1<<40)},
+		{"http.listen", hostPort(c.HTTP.Listen, false)},
+		{"http.tls", tlsPair(c.HTTP.TLS)},
+		{"websocket.port", between(int64(c.Websocket.Port), 0, 65535)},
+		{"websocket.route", route(c.Websocket.Route)},
+		{"websocket.max_msg_size", between(int64(c.Websocket.MaxMsgSize), 1, 10)},
+		{"skills.ready_timeout", positive(c.Skills.ReadyTimeout)},
+		{"skills.stop_grace", positive(c.Skills.StopGrace)},
+		{"skills.scan_interval", positive(c.Skills.ScanInterval)},
+		{"skills.train_timeout", positive(c.Skills.TrainTimeout)},
+		{"connectivity.phal_timeout", notNegative(c.Connectivity.PHALTimeout)},
+		{"connectivity.check_interval", positive(c.Connectivity.CheckInterval)},
+		{"connectivity.check_urls", httpURLs(c.Connectivity.CheckURLs)},
+	}
+	for _, ch := range checks {
+		if ch.err != nil {
+			return fmt.Errorf("%s: %w", ch.key, ch.err)
+		}
+	}
+	return nil
+}
+
+func nonEmpty(s string) error {
+	if s == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	return nil
+}
+
+func oneOf(s string, allowed ...string) error {
+	for _, a := range allowed {
+		if s == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of %s", s, strings.Join(allowed, ", "))
+}
+
+func hostPort(s string, optional bool) error {
+	if s == "" && optional {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		return fmt.Errorf("%q is not host:port", s)
+	}
+	return nil
+}
+
+func tlsPair(t TLS) error {
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return fmt.Errorf("cert_file and key_file go together")
+	}
+	return nil
+}
+
+func between(v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%d is outside %d..%d", v, lo, hi)
+	}
+	return nil
+}
+
+func positive(s Seconds) error {
+	if s <= 0 {
+		return fmt.Errorf("%v seconds: must be positive", float64(s))
+	}
+	return nil
+}
+
+func notNegative(s Seconds) error {
+	if s < 0 {
+		return fmt.Errorf("%v seconds: must not be negative", float64(s))
+	}
+	return nil
+}
+
+func route(r string) error {
+	if !strings.HasPrefix(r, "/") {
+		return fmt.Errorf("%q must start with /", r)
+	}
+	return nil
+}
+
+func httpURLs(urls []string) error {
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%q is not an http(s) URL", u)
+		}
+	}
+	return nil
+}
+
+// unknownKeys lists the key paths of raw that no field of cfg's type declares.
+func unknownKeys(raw any, cfg any) []string {
+	var out []string
+	walkKeys("", raw, reflect.TypeOf(cfg).Elem(), &out)
+	sort.Strings(out)
+	return out
+}
+
+func walkKeys(prefix string, raw any, t reflect.Type, out *[]string) {
+	obj, ok := raw.(map[string]any)
+	if !ok || t.Kind() != reflect.Struct {
+		return
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		fields[name] = t.Field(i).Type
+	}
+	for k, v := range obj {
+		ft, known := fields[k]
+		if !known {
+			*out = append(*out, fmt.Sprintf("unknown key %s%s (ignored)", prefix, k))
+			continue
+		}
+		walkKeys(prefix+k+".", v, ft, out)
+	}
+}

@@ -1,0 +1,185 @@
+package process
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/gateway/skillcred"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// Defaults for the zero values of Config. SKILL_MANAGER §2.
+const (
+	DefaultStopGrace = 5 * time.Second // skills.stop_grace
+	DefaultTailLines = 20
+	// SettingsFile is the name of a skill's settings file inside
+	// <SettingsRoot>/<skill_id>/. SKILL_MANAGER §8.
+	SettingsFile = "settings.json"
+	// defaultPath is the child's PATH when the agent has none.
+	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// The environment variables a skill process receives. SKILL_MANAGER §2.
+const (
+	EnvMQTTURL   = "CHORUS_MQTT_URL"
+	EnvUsername  = "CHORUS_USERNAME"
+	EnvPassword  = "CHORUS_PASSWORD"
+	EnvDevice    = "CHORUS_DEVICE"
+	EnvSkillID   = "CHORUS_SKILL_ID"
+	EnvBusPrefix = "CHORUS_BUS_PREFIX"
+	EnvSettings  = "CHORUS_SETTINGS"
+	EnvBin       = "CHORUS_BIN"
+)
+
+// inheritedNames lists the only variables a skill inherits from the agent: what a
+// shell script needs to find programs and format text, never the agent's own
+// secrets or CHORUS_* settings.
+func inheritedNames() []string {
+	return []string{
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR",
+		"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ",
+	}
+}
+
+// Config is what a Launcher needs. Its zero value is usable for a skill that
+// never connects (tests); a real agent sets MQTTURL, Device, Key and
+// SettingsRoot.
+type Config struct {
+	MQTTURL      string             // the broker the skill connects to (CHORUS_MQTT_URL)
+	Device       string             // the device id
+	Key          ed25519.PrivateKey // the device's skill signing key
+	KeyVersion   int                // its version, signed into every credential
+	SettingsRoot string             // settings live in <SettingsRoot>/<skill_id>/settings.json; "" = none
+	Bin          string             // CHORUS_BIN; default os.Executable()
+	StopGrace    time.Duration      // SIGTERM to SIGKILL; default 5 s
+	TailLines    int                // output lines kept per process; default 20
+	Logger       *slog.Logger       // skill output is logged here with skill_id; default discards
+	ExtraEnv     []string           // KEY=VALUE added to the environment; cannot override CHORUS_*
+	Getenv       func(string) string // reads the inherited variables; default os.Getenv
+}
+
+// withDefaults fills the zero values in one place.
+func (c Config) withDefaults() Config {
+	if c.StopGrace <= 0 {
+		c.StopGrace = DefaultStopGrace
+	}
+	if c.TailLines <= 0 {
+		c.TailLines = DefaultTailLines
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.Bin == "" {
+		if exe, err := os.Executable(); err == nil {
+			c.Bin = exe
+		}
+	}
+	return c
+}
+
+// Launcher starts skill processes for one device. It holds no mutable
+// state, so it is safe for concurrent use.
+type Launcher struct {
+	cfg Config
+}
+
+// NewLauncher returns a Launcher with cfg's defaults filled in.
+func NewLauncher(cfg Config) *Launcher {
+	return &Launcher{cfg: cfg.withDefaults()}
+}
+
+// Start verifies s's exec target and starts it. SKILL_MANAGER §2.
+//
+// The error wraps discovery.ErrChanged when the target changed since
+// discovery ("changed since discovery; rescan to accept"); nothing is
+// started then. On success the caller owns the Process and must either see
+// Done closed or call Stop.
+func (l *Launcher) Start(s discovery.Skill) (*Process, error) {
+	if err := s.VerifyExec(); err != nil {
+		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
+	}
+	env, err := l.env(s.ID)
+	if err != nil {
+		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
+	}
+	p, err := start(s, env, l.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
+	}
+	return p, nil
+}
+
+// env builds the child's environment: the inherited variables, ExtraEnv,
+// then the CHORUS_* variables last, so they win over any duplicate (exec
+// keeps the last value of a key).
+func (l *Launcher) env(skill string) ([]string, error) {
+	if err := topic.ValidSkillID(skill); err != nil {
+		return nil, err
+	}
+	prefix, err := topic.BusPrefix(l.cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("device: %w", err)
+	}
+	if len(l.cfg.Key) != ed25519.PrivateKeySize {
+		return nil, errors.New("no device signing key to mint the skill's credentials")
+	}
+	env := l.inheritedEnv()
+	env = append(env, l.cfg.ExtraEnv...)
+	return append(env,
+		EnvMQTTURL+"="+l.cfg.MQTTURL,
+		EnvUsername+"="+skillcred.Username(l.cfg.Device, skill),
+		EnvPassword+"="+skillcred.Mint(l.cfg.Key, l.cfg.KeyVersion, l.cfg.Device, skill),
+		EnvDevice+"="+l.cfg.Device,
+		EnvSkillID+"="+skill,
+		EnvBusPrefix+"="+prefix,
+		EnvSettings+"="+l.SettingsPath(skill),
+		EnvBin+"="+l.cfg.Bin,
+	), nil
+}
+
+func (l *Launcher) inheritedEnv() []string {
+	var env []string
+	for _, k := range inheritedNames() {
+		if v := l.cfg.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	if l.cfg.Getenv("PATH") == "" {
+		env = append(env, "PATH="+defaultPath)
+	}
+	return env
+}
+
+// SettingsPath is the settings file of skill: <SettingsRoot>/<skill>/settings.json,
+// or "" when the launcher has no settings root. SKILL_MANAGER §8.
+func (l *Launcher) SettingsPath(skill string) string {
+	if l.cfg.SettingsRoot == "" {
+		return ""
+	}
+	return filepath.Join(l.cfg.SettingsRoot, skill, SettingsFile)
+}
+
+// command is the exec.Cmd for s: its exec target with no arguments, in its
+// directory, in a new process group whose id is the child's pid.
+func command(s discovery.Skill, env []string, stdout, stderr *os.File) *exec.Cmd {
+	return &exec.Cmd{
+		Path:        s.Exec,
+		Args:        []string{s.Exec},
+		Dir:         s.Dir,
+		Env:         env,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+}

@@ -1,0 +1,106 @@
+// Package httpapi is the gateway's HTTP server: health now; the fleet API,
+// artifacts and metrics as the controller grows.
+package httpapi
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Config configures the server.
+type Config struct {
+	Listen  string      // host:port
+	TLS     *tls.Config // nil = plain HTTP
+	Version string
+	Health  func() map[string]any // extra fields for /healthz (e.g. broker counters)
+	Logger  *slog.Logger
+}
+
+// Server is a running HTTP server.
+type Server struct {
+	cfg  Config
+	ln   net.Listener
+	srv  *http.Server
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// Start binds cfg.Listen and serves. A port in use is an error.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen http on %s: %w", cfg.Listen, err)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	s := &Server{cfg: cfg, ln: ln}
+	s.srv = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			cfg.Logger.Error("http server stopped", "error", err)
+		}
+	}()
+	return s, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	return mux
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	body := map[string]any{"status": "ok", "version": s.cfg.Version}
+	if s.cfg.Health != nil {
+		for k, v := range s.cfg.Health() {
+			body[k] = v
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Addr returns the bound address.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL returns the server's base URL.
+func (s *Server) URL() string {
+	if s.cfg.TLS != nil {
+		return "https://" + s.Addr()
+	}
+	return "http://" + s.Addr()
+}
+
+// Close shuts the server down, waiting for in-flight requests up to ctx.
+func (s *Server) Close(ctx context.Context) error {
+	var err error
+	s.once.Do(func() {
+		err = s.srv.Shutdown(ctx)
+		s.wg.Wait()
+	})
+	return err
+}
