@@ -1,0 +1,211 @@
+package main
+
+// End-to-end tests: build the chorus binary once and drive it as a user would.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/configs"
+)
+
+var chorusBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "chorus-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	chorusBin = filepath.Join(dir, "chorus")
+	build := exec.Command("go", "build", "-o", chorusBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build chorus:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running chorus command.
+type proc struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	waited chan error
+}
+
+type syncBuffer struct {
+	mu chan struct{}
+	b  bytes.Buffer
+}
+
+func newSyncBuffer() *syncBuffer { s := &syncBuffer{mu: make(chan struct{}, 1)}; return s }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.b.String()
+}
+
+func startChorus(t *testing.T, dir string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(chorusBin, args...), out: newSyncBuffer(), waited: make(chan error, 1)}
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = append(os.Environ(), "CHORUS_LOG_LEVEL=debug")
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.waited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.waited
+		if t.Failed() {
+			t.Logf("chorus %s output:\n%s", strings.Join(args, " "), p.out.String())
+		}
+	})
+	return p
+}
+
+// waitUp polls for up.json and returns it.
+func waitUp(t *testing.T, p *proc, dataDir string) configs.Up {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if up, err := configs.ReadUp(configs.UpPath(dataDir)); err == nil {
+			return up
+		}
+		select {
+		case err := <-p.waited:
+			t.Fatalf("chorus exited early: %v\n%s", err, p.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no up.json in %s", dataDir)
+	return configs.Up{}
+}
+
+func (p *proc) stop(t *testing.T, within time.Duration) error {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.waited:
+		p.waited <- err // for Cleanup
+		return err
+	case <-time.After(within):
+		t.Fatalf("chorus did not stop within %s", within)
+		return nil
+	}
+}
+
+func mqttAddr(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Host
+}
+
+func TestUpE2E(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	p := startChorus(t, work, "up", "--data-dir", data, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	up := waitUp(t, p, data)
+
+	st, err := os.Stat(configs.UpPath(data))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("up.json mode: %v %v", st.Mode(), err)
+	}
+
+	resp, err := http.Get(up.HTTPURL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var health map[string]any
+	if resp.StatusCode != 200 || json.Unmarshal(body, &health) != nil || health["status"] != "ok" || health["version"] == "" {
+		t.Fatalf("healthz: %d %s", resp.StatusCode, body)
+	}
+
+	addr := mqttAddr(t, up.MQTTURL)
+	c, err := brokertest.Connect(t, addr, up.Observer.Username, "wrong", brokertest.ConnectOptions{ClientID: "bad"})
+	if err == nil || c.Connack == nil || c.Connack.ReasonCode != 0x86 {
+		t.Fatalf("wrong password: want CONNACK 0x86, got %v", err)
+	}
+	obs := brokertest.MustConnect(t, addr, up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "observer"})
+	obs.Sub(t, "chorus/v1/gateway/availability")
+	if m := obs.Expect(t, "chorus/v1/gateway/availability", 5*time.Second); string(m.Payload) != "online" {
+		t.Fatalf("gateway availability = %q", m.Payload)
+	}
+	// The observer is read-only on the bus.
+	if rc := obs.Pub(t, "chorus/v1/x/bus/speak", []byte(`{"type":"speak"}`), false); rc != 0x87 {
+		t.Fatalf("observer bus publish: reason %#x, want 0x87", rc)
+	}
+	obs.Close()
+
+	start := time.Now()
+	if err := p.stop(t, 5*time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM: %v (want 0)\n%s", err, p.out.String())
+	}
+	t.Logf("stopped in %s", time.Since(start))
+}
+
+func TestUpPortInUse(t *testing.T) {
+	work := t.TempDir()
+	first := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "a"), "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	up := waitUp(t, first, filepath.Join(work, "a"))
+	second := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "b"), "--mqtt-listen", mqttAddr(t, up.MQTTURL), "--http-listen", "127.0.0.1:0")
+	select {
+	case err := <-second.waited:
+		second.waited <- err
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+			t.Fatalf("second up: %v, want a non-zero exit", err)
+		}
+		if !strings.Contains(second.out.String(), "address already in use") {
+			t.Fatalf("no clear error:\n%s", second.out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("second chorus up on a used port kept running")
+	}
+}
+
+func TestGatewayBadConfig(t *testing.T) {
+	work := t.TempDir()
+	cfg := filepath.Join(work, "chorus.json")
+	os.WriteFile(cfg, []byte(`{"broker": {"max_packet_size": "large"}}`), 0o644)
+	out, err := exec.Command(chorusBin, "gateway", "--config", cfg, "--data-dir", work).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "broker.max_packet_size") {
+		t.Fatalf("bad config: %v\n%s", err, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(chorusBin, "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "chorus ") || !strings.Contains(string(out), "go1.") || !strings.Contains(string(out), "commit ") {
+		t.Fatalf("version: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, vet, the static cross-builds, and every
+# package test with the race detector (the end-to-end tests in cmd/chorus
+# build and drive the real binary). Needs only Go; anything else a test needs
+# is installed here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOFLAGS=${GOFLAGS:-}
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64"
+GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64"
+GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7"
+
+echo "== go test -race"
+go test -race -timeout 30m -count=1 ./... 2>&1 | tee "$tmp/test.log"
+grep -q '^ok' "$tmp/test.log"
