@@ -73,6 +73,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newVersionCmd(),
 		a.newGatewayCmd(),
 		a.newUpCmd(),
+		a.newBusCmd(),
 	)
 	return root
 }

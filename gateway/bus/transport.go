@@ -11,7 +11,7 @@ type Packet struct {
 	Topic           string
 	Payload         []byte
 	QoS             byte
-	Retain          bool
+	Retain          bool // on delivery: published retained, or a retained message replayed at subscribe
 	ContentType     string
 	ResponseTopic   string
 	CorrelationData []byte

@@ -1,0 +1,180 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// DefaultInlineQueueSize bounds the inline transport's dispatch queue.
+const DefaultInlineQueueSize = 1024
+
+// InlineTransport is a Transport over the embedded broker's in-process client.
+// The broker runs inline handlers on the publisher's goroutine (a device's
+// connection, say), so each delivery is copied and queued, and handlers run
+// on the transport's own goroutine in arrival order. Inline publishes bypass
+// the broker's ACL (STYLE.md §8): the code using this transport enforces its
+// own policy.
+type InlineTransport struct {
+	b    *broker.Broker
+	disp *dispatcher
+
+	// mu guards the fields below.
+	mu     sync.Mutex
+	subs   map[*inlineSub]struct{}
+	closed bool
+}
+
+type inlineSub struct {
+	h      func(Packet)
+	active atomic.Bool
+	unsub  func()
+}
+
+var _ Transport = (*InlineTransport)(nil)
+
+// Inline returns the in-process transport over b. Close it to remove its
+// subscriptions and stop its goroutine; the broker is not closed.
+func Inline(b *broker.Broker) *InlineTransport {
+	return &InlineTransport{
+		b:    b,
+		disp: newDispatcher(DefaultInlineQueueSize, slog.New(slog.DiscardHandler)),
+		subs: map[*inlineSub]struct{}{},
+	}
+}
+
+// Publish injects p into the broker as the inline client.
+func (t *InlineTransport) Publish(ctx context.Context, p Packet) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %s: %w", p.Topic, err)
+	}
+	if err := topic.ValidName(p.Topic); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if t.isClosed() {
+		return fmt.Errorf("publish %s: %w", p.Topic, ErrClosed)
+	}
+	return t.b.Publish(toBroker(p))
+}
+
+// Subscribe delivers every message matching filter to h, starting with the
+// retained ones (flagged Retain).
+func (t *InlineTransport) Subscribe(ctx context.Context, filter string, h func(Packet)) (func(), error) {
+	if err := topic.ValidFilter(filter); err != nil {
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	s := &inlineSub{h: h}
+	s.active.Store(true)
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("subscribe %s: %w", filter, ErrClosed)
+	}
+	t.subs[s] = struct{}{}
+	t.mu.Unlock()
+	unsub, err := t.b.Subscribe(filter, func(m broker.Message) {
+		p := fromBroker(m) // the broker already copied the payload
+		t.disp.offer(func() {
+			if s.active.Load() {
+				s.h(p)
+			}
+		}, p.Topic)
+	})
+	if err != nil {
+		t.drop(s)
+		return nil, err
+	}
+	t.mu.Lock()
+	s.unsub = unsub
+	closed := t.closed
+	t.mu.Unlock()
+	if closed { // Close ran while we subscribed
+		unsub()
+		return nil, fmt.Errorf("subscribe %s: %w", filter, ErrClosed)
+	}
+	return func() { t.remove(s) }, nil
+}
+
+func (t *InlineTransport) drop(s *inlineSub) {
+	s.active.Store(false)
+	t.mu.Lock()
+	delete(t.subs, s)
+	t.mu.Unlock()
+}
+
+func (t *InlineTransport) remove(s *inlineSub) {
+	s.active.Store(false)
+	t.mu.Lock()
+	_, ok := t.subs[s]
+	delete(t.subs, s)
+	unsub := s.unsub
+	t.mu.Unlock()
+	if ok && unsub != nil {
+		unsub()
+	}
+}
+
+func (t *InlineTransport) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// Dropped reports how many deliveries were dropped because the dispatch
+// queue stayed full.
+func (t *InlineTransport) Dropped() uint64 { return t.disp.dropped.Load() }
+
+// Close removes every subscription and waits for the dispatch goroutine;
+// handlers are not called after it returns. It is idempotent.
+func (t *InlineTransport) Close() error {
+	t.mu.Lock()
+	t.closed = true
+	var unsubs []func()
+	for s := range t.subs {
+		s.active.Store(false)
+		if s.unsub != nil {
+			unsubs = append(unsubs, s.unsub)
+		}
+	}
+	t.subs = map[*inlineSub]struct{}{}
+	t.mu.Unlock()
+	for _, unsub := range unsubs {
+		unsub()
+	}
+	t.disp.close()
+	return nil
+}
+
+func toBroker(p Packet) broker.Message {
+	m := broker.Message{
+		Topic: p.Topic, Payload: p.Payload, QoS: p.QoS, Retain: p.Retain,
+		ContentType: p.ContentType, ResponseTopic: p.ResponseTopic,
+		CorrelationData: p.CorrelationData, MessageExpiry: p.MessageExpiry,
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.User)) {
+		m.User = append(m.User, broker.UserProperty{Key: k, Value: p.User[k]})
+	}
+	return m
+}
+
+func fromBroker(m broker.Message) Packet {
+	p := Packet{
+		Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain,
+		ContentType: m.ContentType, ResponseTopic: m.ResponseTopic,
+		CorrelationData: m.CorrelationData, MessageExpiry: m.MessageExpiry,
+	}
+	if len(m.User) > 0 {
+		p.User = make(map[string]string, len(m.User))
+		for _, u := range m.User {
+			p.User[u.Key] = u.Value
+		}
+	}
+	return p
+}
