@@ -17,16 +17,22 @@ import (
 const (
 	DefaultListen        = "127.0.0.1:8181"
 	DefaultRoute         = "/core"
-	DefaultMaxFrame      = 10 * 1000 * 1000   // ovos-messagebus max_msg_size: 10 MB (BUS.md §3)
-	DefaultMaxPacket     = 10<<20 + 64<<10    // the broker's default maximum MQTT packet size
-	DefaultQueueLen      = 256                // outbound messages queued per client
-	DefaultMessageExpiry = 60 * time.Second   // a stale command must not fire after a long disconnect (BUS.md §2)
-	DefaultWriteTimeout  = 10 * time.Second   // one frame to one client
-	PacketHeadroom       = 64 << 10           // room MaxPacket keeps for topic and properties
-	publishTimeout       = 10 * time.Second   // one publish on the Transport
-	readHeaderTimeout    = 10 * time.Second   // the HTTP upgrade request
-	contentType          = "application/json" // BUS.md §2
-	publishOverhead      = 64                 // PUBLISH bytes besides topic and payload, rounded up
+	DefaultMaxFrame      = 10 * 1000 * 1000 // ovos-messagebus max_msg_size: 10 MB (BUS.md §3)
+	DefaultMaxPacket     = 10<<20 + 64<<10  // the broker's default maximum MQTT packet size
+	DefaultQueueLen      = 256              // outbound messages queued per client
+	DefaultMessageExpiry = 60 * time.Second // a stale command must not fire after a long disconnect (BUS.md §2)
+	DefaultWriteTimeout  = 10 * time.Second // one frame to one client
+
+	// PacketHeadroom is the room MaxPacket keeps above MaxFrame for the
+	// topic and properties of the PUBLISH that carries a frame.
+	PacketHeadroom = 64 << 10
+)
+
+const (
+	publishTimeout    = 10 * time.Second   // one publish on the Transport
+	readHeaderTimeout = 10 * time.Second   // the HTTP upgrade request
+	contentType       = "application/json" // BUS.md §2
+	publishOverhead   = 64                 // PUBLISH bytes besides topic and payload, rounded up
 )
 
 // Config configures a Server. Transport and Device are required; every other
@@ -39,8 +45,10 @@ type Config struct {
 	Route     string        // HTTP path of the websocket, starting with "/"; DefaultRoute
 
 	// MaxFrame is the largest frame accepted from a client, in bytes. It must
-	// not exceed MaxPacket - PacketHeadroom, so a frame that fits always fits
-	// in one MQTT packet (BUS.md §3).
+	// not exceed MaxPacket - PacketHeadroom (checked by Start, BUS.md §3).
+	// Each frame is also checked against MaxPacket with its own topic, so a
+	// frame whose type makes the topic longer than the headroom is dropped,
+	// not refused by the broker.
 	MaxFrame int
 	// MaxPacket is the maximum MQTT packet size of the Transport's broker.
 	MaxPacket int

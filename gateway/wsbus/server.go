@@ -102,6 +102,9 @@ func (s *Server) subscribe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start websocket bus: subscribe %s: %w", filter, err)
 	}
+	if unsub == nil {
+		unsub = func() {}
+	}
 	s.unsubscribe = unsub
 	return nil
 }
