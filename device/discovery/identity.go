@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"github.com/chorus-edge/chorus/gateway/topic"
 	"strings"
 
 	"golang.org/x/text/cases"
@@ -17,20 +18,6 @@ func Identity(name string) string {
 	return norm.NFKC.String(cases.Fold().String(s))
 }
 
-// validID reports whether s is a skill id: [A-Za-z0-9._-], 1-64 bytes, not
-// "." or "..", not starting with "-" or ".". ARCHITECTURE §3.
-//
-// It mirrors gateway/topic's rule; this package keeps its own copy so that
-// device/ does not depend on gateway/.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 64 || s[0] == '-' || s[0] == '.' {
-		return false // also rules out "." and ".."
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validID reports whether s is a skill id (ARCHITECTURE §3); the rule lives
+// in gateway/topic, which owns the topic tree the id becomes part of.
+func validID(s string) bool { return topic.ValidSkillID(s) == nil }
