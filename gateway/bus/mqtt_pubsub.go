@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
@@ -175,7 +176,7 @@ func (m *MQTT) ensure(ctx context.Context, filter string) error {
 	if m.onBroker[filter] {
 		return nil
 	}
-	sa, err := m.cm.Subscribe(ctx, subscribePacket(filter))
+	sa, err := m.subscribeRetryingIDs(ctx, filter)
 	switch {
 	case sa != nil && len(sa.Reasons) > 0 && sa.Reasons[0] >= 0x80:
 		return fmt.Errorf("subscribe %s: refused by the broker: %s", filter, reasonName(sa.Reasons[0]))
@@ -186,6 +187,29 @@ func (m *MQTT) ensure(ctx context.Context, filter string) error {
 	}
 	m.onBroker[filter] = true
 	return nil
+}
+
+// codeIDInUse is SUBACK's "packet identifier in use".
+const codeIDInUse = 0x91
+
+// subscribeRetryingIDs subscribes, retrying a few times when the broker
+// answers "packet identifier in use". mochi v2.7.9 checks a SUBSCRIBE's id
+// against its own outbound in-flight publishes to the client, although the
+// two sides number packets independently [MQTT-2.2.1]; the next attempt gets
+// another id from paho, or the same one once the publish holding it is acked.
+func (m *MQTT) subscribeRetryingIDs(ctx context.Context, filter string) (*paho.Suback, error) {
+	for attempt := 0; ; attempt++ {
+		sa, err := m.cm.Subscribe(ctx, subscribePacket(filter))
+		if err != nil || sa == nil || len(sa.Reasons) == 0 || sa.Reasons[0] != codeIDInUse || attempt == 4 {
+			return sa, err
+		}
+		m.log.Debug("subscribe: packet id in use on the broker; retrying", "filter", filter)
+		select { // the in-flight publish holding the id completes in moments
+		case <-ctx.Done():
+			return sa, err
+		case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+		}
+	}
 }
 
 // subscribePacket subscribes at QoS 1 with Retain As Published, so Packet.Retain
