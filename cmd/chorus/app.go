@@ -73,7 +73,9 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newVersionCmd(),
 		a.newGatewayCmd(),
 		a.newUpCmd(),
+		a.newAgentCmd(),
 		a.newBusCmd(),
+		a.newSkillCmd(),
 	)
 	return root
 }

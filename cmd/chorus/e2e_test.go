@@ -131,7 +131,7 @@ func mqttAddr(t *testing.T, u string) string {
 func TestUpE2E(t *testing.T) {
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
-	p := startChorus(t, work, "up", "--data-dir", data, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	p := startChorus(t, work, "up", "--data-dir", data, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "127.0.0.1:0")
 	up := waitUp(t, p, data)
 
 	st, err := os.Stat(configs.UpPath(data))
@@ -175,9 +175,9 @@ func TestUpE2E(t *testing.T) {
 
 func TestUpPortInUse(t *testing.T) {
 	work := t.TempDir()
-	first := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "a"), "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	first := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "a"), "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
 	up := waitUp(t, first, filepath.Join(work, "a"))
-	second := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "b"), "--mqtt-listen", mqttAddr(t, up.MQTTURL), "--http-listen", "127.0.0.1:0")
+	second := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "b"), "--mqtt-listen", mqttAddr(t, up.MQTTURL), "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
 	select {
 	case err := <-second.waited:
 		second.waited <- err

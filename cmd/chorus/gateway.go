@@ -74,7 +74,7 @@ func (a *app) newGatewayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a.printUp(g.up, cfg.DataDir, false)
+			a.printUp(g.up, g.dataDir, false)
 			<-cmd.Context().Done()
 			return g.close()
 		},
@@ -85,11 +85,12 @@ func (a *app) newGatewayCmd() *cobra.Command {
 
 // gatewayRun is a running gateway.
 type gatewayRun struct {
-	a      *app
-	broker *broker.Broker
-	http   *httpapi.Server
-	up     configs.Up
-	local  localauth.Local
+	a       *app
+	dataDir string
+	broker  *broker.Broker
+	http    *httpapi.Server
+	up      configs.Up
+	local   localauth.Local
 }
 
 // startGateway starts the broker and the HTTP server and writes up.json.
@@ -115,7 +116,7 @@ func (a *app) startGateway(cfg configs.Config, device string) (*gatewayRun, erro
 	if err != nil {
 		return nil, err
 	}
-	g := &gatewayRun{a: a, broker: b, local: local}
+	g := &gatewayRun{a: a, dataDir: cfg.DataDir, broker: b, local: local}
 	if err := g.startHTTP(cfg); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -184,6 +185,8 @@ func (g *gatewayRun) close() error {
 	_ = g.broker.Close()
 	return err
 }
+
+func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
 
 // printUp tells a person what listens where and what to try next.
 func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {

@@ -1,29 +1,107 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
 	"github.com/spf13/cobra"
+
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/agent"
 )
 
 func (a *app) newUpCmd() *cobra.Command {
-	var f serveFlags
+	var (
+		f      serveFlags
+		device string
+		skills []string
+		ws     string
+	)
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run Chorus on one machine: a gateway on loopback with data under ./chorus-data",
-		Args:  cobra.NoArgs,
+		Short: "Run Chorus on one machine: a gateway on loopback and a local agent with the example skills",
+		Long: `up is the embedded default: a gateway on loopback (MQTT 127.0.0.1:1883, HTTP 127.0.0.1:8080)
+and one local agent whose bundled skills are configs/skills (the example skills, built into the
+binary when that folder is not here). State lives under ./chorus-data; up.json there holds the URLs and
+credentials for chorus bus, chorus fleet and any MQTT client.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.load(cmd, a)
 			if err != nil {
 				return err
 			}
-			g, err := a.startGateway(cfg, "")
+			if device == "" {
+				device = hostDeviceID()
+			}
+			g, err := a.startGateway(cfg, device)
 			if err != nil {
 				return err
 			}
-			a.printUp(g.up, cfg.DataDir, true)
-			<-cmd.Context().Done()
-			return g.close()
+			ac, err := a.upAgentConfig(cfg, g.up, skills, ws)
+			if err == nil {
+				err = a.runUp(cmd, g, ac)
+			}
+			return errors.Join(err, g.close())
 		},
 	}
 	f.register(cmd, "127.0.0.1:1883", "127.0.0.1:8080")
+	cmd.Flags().StringVar(&device, "device", "", "local device id (default: this host's name)")
+	cmd.Flags().StringSliceVar(&skills, "skills", nil, "bundled skill root for the local agent (repeatable; default configs/skills)")
+	cmd.Flags().StringVar(&ws, "ws-listen", "", "the agent's OVOS websocket drop-in host:port, or off (default 127.0.0.1:8181)")
 	return cmd
+}
+
+func (a *app) runUp(cmd *cobra.Command, g *gatewayRun, ac agent.Config) error {
+	ag, err := agent.Start(cmd.Context(), ac)
+	if err != nil {
+		if cmd.Context().Err() != nil {
+			return nil // stopped while starting: a clean shutdown
+		}
+		return err
+	}
+	a.printUp(g.up, g.dataDir, true)
+	if addr := ag.WSAddr(); addr != "" {
+		a.printf("  OVOS websocket  ws://%s%s\n", addr, ac.WSRoute)
+	}
+	<-cmd.Context().Done()
+	return closeAgent(ag)
+}
+
+// upAgentConfig is the local agent's configuration under `chorus up`.
+func (a *app) upAgentConfig(cfg configs.Config, up configs.Up, skills []string, ws string) (agent.Config, error) {
+	if len(skills) == 0 {
+		root, err := exampleSkills(cfg.DataDir)
+		if err != nil {
+			return agent.Config{}, err
+		}
+		skills = []string{root}
+	}
+	return a.agentConfig(cfg, *up.Agent, agentFlags{dataDir: cfg.DataDir, skills: skills, wsListen: ws})
+}
+
+// exampleSkills returns configs/skills when run from a checkout, else the
+// built-in copy extracted into the data dir.
+func exampleSkills(dataDir string) (string, error) {
+	if st, err := os.Stat(configs.ExampleSkillsDir); err == nil && st.IsDir() {
+		return filepath.Abs(configs.ExampleSkillsDir)
+	}
+	return configs.ExtractExamples(filepath.Join(dataDir, "examples"))
+}
+
+var notID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// hostDeviceID turns the host name into a valid device id.
+func hostDeviceID() string {
+	h, _ := os.Hostname()
+	id := strings.Trim(notID.ReplaceAllString(h, "-"), "-.")
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	if id == "" || id == "gateway" {
+		id = "local"
+	}
+	return id
 }

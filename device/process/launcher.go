@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/device/settings"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
@@ -20,9 +20,6 @@ import (
 const (
 	DefaultStopGrace = 5 * time.Second // skills.stop_grace
 	DefaultTailLines = 20
-	// SettingsFile is the name of a skill's settings file inside
-	// <SettingsRoot>/<skill_id>/. SKILL_MANAGER §8.
-	SettingsFile = "settings.json"
 	// defaultPath is the child's PATH when the agent has none.
 	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
@@ -49,20 +46,20 @@ func inheritedNames() []string {
 	}
 }
 
-// Config is what a Launcher needs. Its zero value is usable for a skill that
-// never connects (tests); a real agent sets MQTTURL, Device, Key and
-// SettingsRoot.
+// Config is what a Launcher needs. Device and Key are required (Start
+// refuses without them, since it cannot mint credentials); every other zero
+// value has a default or means "none".
 type Config struct {
-	MQTTURL      string             // the broker the skill connects to (CHORUS_MQTT_URL)
-	Device       string             // the device id
-	Key          ed25519.PrivateKey // the device's skill signing key
-	KeyVersion   int                // its version, signed into every credential
-	SettingsRoot string             // settings live in <SettingsRoot>/<skill_id>/settings.json; "" = none
-	Bin          string             // CHORUS_BIN; default os.Executable()
-	StopGrace    time.Duration      // SIGTERM to SIGKILL; default 5 s
-	TailLines    int                // output lines kept per process; default 20
-	Logger       *slog.Logger       // skill output is logged here with skill_id; default discards
-	ExtraEnv     []string           // KEY=VALUE added to the environment; cannot override CHORUS_*
+	MQTTURL      string              // the broker the skill connects to (CHORUS_MQTT_URL)
+	Device       string              // the device id
+	Key          ed25519.PrivateKey  // the device's skill signing key
+	KeyVersion   int                 // its version, signed into every credential
+	SettingsRoot string              // settings live in <SettingsRoot>/<skill_id>/settings.json; "" = none
+	Bin          string              // CHORUS_BIN; default os.Executable()
+	StopGrace    time.Duration       // SIGTERM to SIGKILL; default 5 s
+	TailLines    int                 // output lines kept per process; default 20
+	Logger       *slog.Logger        // skill output is logged here with skill_id; default discards
+	ExtraEnv     []string            // KEY=VALUE added to the environment; cannot override CHORUS_*
 	Getenv       func(string) string // reads the inherited variables; default os.Getenv
 }
 
@@ -164,10 +161,7 @@ func (l *Launcher) inheritedEnv() []string {
 // SettingsPath is the settings file of skill: <SettingsRoot>/<skill>/settings.json,
 // or "" when the launcher has no settings root. SKILL_MANAGER §8.
 func (l *Launcher) SettingsPath(skill string) string {
-	if l.cfg.SettingsRoot == "" {
-		return ""
-	}
-	return filepath.Join(l.cfg.SettingsRoot, skill, SettingsFile)
+	return settings.Path(l.cfg.SettingsRoot, skill)
 }
 
 // command is the exec.Cmd for s: its exec target with no arguments, in its

@@ -88,16 +88,27 @@ func (p *Process) wait(cmd *exec.Cmd, readers *sync.WaitGroup, pipes ...*os.File
 	defer close(p.done)
 	if err := waitExitedNoReap(p.pid); err != nil {
 		p.log.Warn("wait for skill process without reaping", "err", err)
+	} else {
+		p.markExited(true)
 	}
-	p.mu.Lock()
-	if err := killGroup(p.pid, syscall.SIGKILL); err != nil {
-		p.log.Warn("kill the rest of the skill's process group", "err", err)
-	}
-	p.exited = true
-	p.mu.Unlock()
 	p.exitErr = exitError(p.skill, cmd.Wait())
+	p.markExited(false)
 	drain(readers, drainTimeout, pipes...)
 	p.log.Info("skill process exited", "pid", p.pid, "status", describe(p.exitErr))
+}
+
+// markExited stops further signals to the group. With killRest (the main
+// process is an unreaped zombie) it first sends SIGKILL to the rest of the
+// group, so nothing the skill started outlives it.
+func (p *Process) markExited(killRest bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if killRest && !p.exited {
+		if err := killGroup(p.pid, syscall.SIGKILL); err != nil {
+			p.log.Warn("kill the rest of the skill's process group", "err", err)
+		}
+	}
+	p.exited = true
 }
 
 // waitExitedNoReap blocks until pid has exited, leaving it a zombie.

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/agent"
+)
+
+// agentFlags are the flags of `chorus agent`; `chorus up` shares some.
+type agentFlags struct {
+	config      string
+	dataDir     string
+	device      string
+	mqttURL     string
+	username    string
+	password    string
+	credentials string
+	server      string
+	skills      []string
+	userSkills  []string
+	wsListen    string
+}
+
+func (a *app) newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the device agent: the OVOS skill lifecycle on this satellite",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, warnings, err := configs.Load(f.config)
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				a.log.Warn("config: " + w)
+			}
+			creds, err := f.resolveCredentials()
+			if err != nil {
+				return err
+			}
+			ac, err := a.agentConfig(cfg, creds, f)
+			if err != nil {
+				return err
+			}
+			return a.runAgent(cmd.Context(), ac)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "JSON config file (missing file = defaults)")
+	fl.StringVar(&f.dataDir, "data-dir", configs.DefaultDataDir, "directory for state (installed skills, settings, session)")
+	fl.StringVar(&f.device, "device", "", "device id (default: from the credentials)")
+	fl.StringVar(&f.mqttURL, "mqtt-url", "", "broker URL, e.g. mqtt://gateway:1883")
+	fl.StringVar(&f.username, "username", "", "MQTT username (the device id)")
+	fl.StringVar(&f.password, "password", "", "MQTT password (the device secret)")
+	fl.StringVar(&f.credentials, "credentials", "", "agent credentials file (JSON), as written by the gateway")
+	fl.StringVar(&f.server, "server", "", "the gateway's HTTP URL")
+	fl.StringSliceVar(&f.skills, "skills", nil, "bundled skill root (repeatable)")
+	fl.StringSliceVar(&f.userSkills, "user-skills", nil, "user skill root (repeatable)")
+	fl.StringVar(&f.wsListen, "ws-listen", "", "OVOS websocket drop-in host:port, or off (default: the config's websocket section, 127.0.0.1:8181)")
+	return cmd
+}
+
+// resolveCredentials takes the credentials file, else up.json's local agent,
+// then lays the flags over them.
+func (f agentFlags) resolveCredentials() (configs.AgentCredentials, error) {
+	var c configs.AgentCredentials
+	switch {
+	case f.credentials != "":
+		var err error
+		if c, err = configs.ReadAgentCredentials(f.credentials); err != nil {
+			return c, err
+		}
+	case f.mqttURL == "" || f.password == "":
+		up, err := configs.ReadUp(configs.UpPath(f.dataDir))
+		if err != nil {
+			return c, fmt.Errorf("agent credentials: pass --credentials FILE or --mqtt-url, --username, --password: %w", err)
+		}
+		if up.Agent == nil {
+			return c, errors.New("agent credentials: up.json holds no local agent (start `chorus up`, or pass --credentials)")
+		}
+		c = *up.Agent
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Device, f.device)
+	set(&c.MQTTURL, f.mqttURL)
+	set(&c.Username, f.username)
+	set(&c.Password, f.password)
+	set(&c.ServerURL, f.server)
+	if c.Username == "" {
+		c.Username = c.Device
+	}
+	if c.Device == "" || c.MQTTURL == "" || c.Password == "" {
+		return c, errors.New("agent credentials: device, mqtt url and password are required")
+	}
+	return c, nil
+}
+
+// agentConfig maps the config file, credentials and flags onto agent.Config.
+func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agentFlags) (agent.Config, error) {
+	key, err := c.PrivateKey()
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("agent credentials: %w", err)
+	}
+	ws, err := wsListen(cfg.Websocket, f.wsListen)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	ver, _ := buildInfo()
+	bin, _ := os.Executable()
+	return agent.Config{
+		Device: c.Device, MQTTURL: c.MQTTURL, Username: c.Username, Password: c.Password,
+		Key: key, KeyVersion: c.KeyVersion, ServerURL: c.ServerURL,
+		DataDir: filepath.Join(f.dataDir, "agents", c.Device),
+		Bundled: f.skills, UserSkills: f.userSkills,
+		WSListen: ws, WSRoute: cfg.Websocket.Route, WSMaxSize: cfg.Websocket.MaxMsgSize * 1000 * 1000,
+		Skills: cfg.Skills, Connectivity: cfg.Connectivity,
+		Version: ver, Bin: bin, Logger: a.log.With("role", "agent"),
+	}, nil
+}
+
+// wsListen decides the drop-in's address: the flag (host:port or off),
+// else the config's websocket section.
+func wsListen(w configs.Websocket, flag string) (string, error) {
+	switch {
+	case flag == "off":
+		return "", nil
+	case flag != "":
+		if !strings.Contains(flag, ":") {
+			return "", fmt.Errorf("--ws-listen %q: want host:port or off", flag)
+		}
+		return flag, nil
+	case w.Disabled:
+		return "", nil
+	default:
+		return fmt.Sprintf("%s:%d", w.Host, w.Port), nil
+	}
+}
+
+// runAgent runs an agent until ctx is cancelled, then shuts it down.
+func (a *app) runAgent(ctx context.Context, ac agent.Config) error {
+	ag, err := agent.Start(ctx, ac)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean shutdown
+		}
+		return err
+	}
+	a.log.Info("agent running", "device", ac.Device, "websocket", ag.WSAddr())
+	<-ctx.Done()
+	return closeAgent(ag)
+}
+
+func closeAgent(ag *agent.Agent) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return ag.Close(ctx)
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/configs"
+)
+
+type skillsTopic struct {
+	ManifestDigest string `json:"manifest_digest"`
+	Skills         []struct {
+		ID, State, Error string
+	} `json:"skills"`
+}
+
+// waitSkills reads the retained skills topic until cond holds.
+func waitSkills(t *testing.T, c *brokertest.Client, device string, cond func(map[string]string) bool) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := map[string]string{}
+	for time.Now().Before(deadline) {
+		m, ok := c.Next(time.Until(deadline))
+		if !ok {
+			break
+		}
+		if m.Topic != "chorus/v1/"+device+"/skills" {
+			continue
+		}
+		var s skillsTopic
+		if err := json.Unmarshal(m.Payload, &s); err != nil {
+			t.Fatalf("skills payload: %v: %s", err, m.Payload)
+		}
+		last = map[string]string{}
+		for _, sk := range s.Skills {
+			last[sk.ID] = sk.State
+		}
+		if cond(last) {
+			return last
+		}
+	}
+	t.Fatalf("skills of %s never matched; last %v", device, last)
+	return nil
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	out, err := exec.Command("cp", "-a", src, dst).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+}
+
+// The issue's "done when" for the agent: chorus up shows availability,
+// connectivity and the offline example loaded; rescan answers; an uninstall
+// unloads only the skill that is gone.
+func TestUpAgentE2E(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	skills := filepath.Join(work, "skills")
+	copyDir(t, "../../configs/skills", skills)
+	// A second skill that needs nothing, so two are loaded.
+	copyDir(t, filepath.Join(skills, "hello.chorus"), filepath.Join(skills, "echo.chorus"))
+	doc := filepath.Join(skills, "echo.chorus", "SKILL.md")
+	b, _ := os.ReadFile(doc)
+	os.WriteFile(doc, []byte(strings.Replace(string(b), "name: hello.chorus", "name: echo.chorus", 1)), 0o644)
+	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-test", "--skills", skills,
+		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "127.0.0.1:0")
+	up := waitUp(t, p, data)
+	addr := mqttAddr(t, up.MQTTURL)
+
+	obs := brokertest.MustConnect(t, addr, up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "obs"})
+	obs.Sub(t, "chorus/v1/pi-test/#")
+	waitSkills(t, obs, "pi-test", func(s map[string]string) bool {
+		return s["hello.chorus"] == "loaded" && s["echo.chorus"] == "loaded"
+	})
+
+	// Retained state is there for a newcomer.
+	late := brokertest.MustConnect(t, addr, up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "late"})
+	late.Sub(t, "chorus/v1/pi-test/availability")
+	if m := late.Expect(t, "chorus/v1/pi-test/availability", 10*time.Second); string(m.Payload) != "online" || !m.Retain {
+		t.Fatalf("availability = %q retain=%v", m.Payload, m.Retain)
+	}
+	late.Sub(t, "chorus/v1/pi-test/connectivity")
+	var conn map[string]any
+	if err := json.Unmarshal(late.Expect(t, "chorus/v1/pi-test/connectivity", 10*time.Second).Payload, &conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := conn["internet"]; !ok {
+		t.Fatalf("connectivity payload %v", conn)
+	}
+
+	// The manager becomes ready after its startup connectivity check.
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		out, err = exec.Command(chorusBin, "bus", "request", "mycroft.skills.is_ready", "--data-dir", data, "--timeout", "5s").CombinedOutput()
+		if err == nil && strings.Contains(string(out), `"status":true`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("is_ready: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	checkDropIn(t, late, "pi-test")
+
+	out, err = exec.Command(chorusBin, "bus", "request", "skillmanager.rescan", "--data-dir", data, "--timeout", "10s").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"loaded":[]`) {
+		t.Fatalf("rescan: %v\n%s", err, out)
+	}
+
+	// echo.chorus loses its exec but keeps SKILL.md: it stays loaded.
+	// hello.chorus's directory goes: it is unloaded, and only it.
+	if err := os.Remove(filepath.Join(skills, "echo.chorus", "run.sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(skills, "hello.chorus")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(chorusBin, "bus", "send", "ovos.skills.uninstall.complete", "--data", "{}", "--data-dir", data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("send uninstall.complete: %v\n%s", err, out)
+	}
+	got := waitSkills(t, obs, "pi-test", func(s map[string]string) bool { _, ok := s["hello.chorus"]; return !ok })
+	if got["echo.chorus"] != "loaded" || got["screen.chorus"] == "" || got["weather.chorus"] == "" {
+		t.Fatalf("skills after uninstall: %v", got)
+	}
+	if err := p.stop(t, 10*time.Second); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	_ = configs.UpFileName
+}
+
+// checkDropIn connects to the OVOS websocket drop-in named in the birth and
+// checks the greeting, the echo, and the same message on MQTT.
+func checkDropIn(t *testing.T, c *brokertest.Client, device string) {
+	t.Helper()
+	c.Sub(t, "chorus/v1/"+device+"/birth")
+	var birth struct{ Websocket string }
+	deadline := time.Now().Add(10 * time.Second)
+	for birth.Websocket == "" || strings.HasSuffix(birth.Websocket, ":0") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no websocket address in the birth: %+v", birth)
+		}
+		m := c.Expect(t, "chorus/v1/"+device+"/birth", time.Until(deadline))
+		json.Unmarshal(m.Payload, &birth)
+	}
+	c.Sub(t, "chorus/v1/"+device+"/bus/+")
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+birth.Websocket+"/core", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, greet, err := ws.ReadMessage()
+	if err != nil || !strings.Contains(string(greet), `"type":"connected"`) {
+		t.Fatalf("greeting: %v %s", err, greet)
+	}
+	msg := `{"type":"chorus.e2e.hello","data":{"n":1},"context":{}}`
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, echo, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("no echo: %v", err)
+		}
+		if strings.Contains(string(echo), "chorus.e2e.hello") {
+			break
+		}
+	}
+	if m := c.Expect(t, "chorus/v1/"+device+"/bus/chorus.e2e.hello", 10*time.Second); string(m.Payload) != msg {
+		t.Fatalf("mqtt got %s", m.Payload)
+	}
+}

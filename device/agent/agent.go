@@ -1,0 +1,298 @@
+// Package agent runs one satellite: it connects the device to the broker,
+// reports its availability, birth, connectivity and skills as retained
+// topics, and runs the skill manager, the skill processes, the connectivity
+// monitors, the settings watcher and the OVOS websocket drop-in.
+package agent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/connectivity"
+	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/device/settings"
+	"github.com/chorus-edge/chorus/device/skillmanager"
+	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/topic"
+	"github.com/chorus-edge/chorus/gateway/wsbus"
+)
+
+// Config configures an agent. Device, MQTTURL, Username, Password, Key and
+// DataDir are required.
+type Config struct {
+	Device             string
+	MQTTURL            string
+	Username, Password string
+	Key                ed25519.PrivateKey // signs the skills' credentials
+	KeyVersion         int
+	ServerURL          string // the gateway's HTTP base URL (artifacts)
+
+	DataDir    string   // holds installed/, settings/, the session counter and the inactive set
+	Bundled    []string // read-only skill roots, scanned first
+	UserSkills []string // user skill roots, scanned last
+
+	WSListen  string // the OVOS websocket drop-in's host:port; "" = off
+	WSRoute   string
+	WSMaxSize int // bytes
+
+	Skills       configs.Skills
+	Connectivity configs.Connectivity
+	// Blacklist re-reads skills.blacklisted_skills; nil uses Skills.BlacklistedSkills.
+	Blacklist func() []string
+
+	WillDelay  time.Duration // before the broker publishes offline for a lost connection; default 5 s
+	Version    string
+	Bin        string // the chorus executable skills call (CHORUS_BIN); default os.Executable()
+	Interfaces func() ([]connectivity.Interface, error)
+	Logger     *slog.Logger
+}
+
+// Agent is a running agent. Close stops it in the order of SKILL_MANAGER §9.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	started time.Time
+	session atomic.Uint64
+
+	mqtt     *bus.MQTT
+	bus      *bus.Client
+	manager  *skillmanager.Manager
+	monitor  *connectivity.Monitor
+	watcher  *settings.Watcher
+	ws       *wsbus.Server
+	reporter *reporter
+}
+
+func (c *Config) setDefaults() error {
+	switch {
+	case c.Device == "" || c.MQTTURL == "" || c.Username == "" || c.DataDir == "":
+		return errors.New("agent: device, mqtt url, username and data dir are required")
+	case len(c.Key) != ed25519.PrivateKeySize:
+		return errors.New("agent: the device's skill signing key is required")
+	}
+	if err := topic.ValidDeviceID(c.Device); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if c.WillDelay == 0 {
+		c.WillDelay = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Skills.SettingsRoot == "" {
+		c.Skills.SettingsRoot = filepath.Join(c.DataDir, "settings")
+	}
+	if c.Blacklist == nil {
+		list := c.Skills.BlacklistedSkills
+		c.Blacklist = func() []string { return list }
+	}
+	return nil
+}
+
+// Start connects and starts every part of the agent. It returns once the
+// skill manager's startup sequence (SKILL_MANAGER §5) has run.
+func Start(ctx context.Context, cfg Config) (*Agent, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "installed"), 0o700); err != nil {
+		return nil, fmt.Errorf("agent data dir: %w", err)
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger.With("device", cfg.Device), started: time.Now()}
+	a.reporter = newReporter(a)
+	if err := a.start(ctx); err != nil {
+		a.abort()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Agent) start(ctx context.Context) error {
+	if err := a.connect(ctx); err != nil {
+		return err
+	}
+	var err error
+	if a.bus, err = bus.New(bus.Config{Transport: a.mqtt, Device: a.cfg.Device, Logger: a.log.With("component", "bus")}); err != nil {
+		return err
+	}
+	if err := a.startManager(); err != nil {
+		return err
+	}
+	if err := a.startServices(ctx); err != nil {
+		return err
+	}
+	a.reporter.birthChanged()
+	return a.manager.Start(ctx)
+}
+
+// connect dials the broker. Each connection attempt takes a fresh birth
+// session number, carried by its Will and by the birth published once up.
+func (a *Agent) connect(ctx context.Context) error {
+	avail, err := topic.Availability(a.cfg.Device)
+	if err != nil {
+		return err
+	}
+	a.mqtt, err = bus.DialMQTT(ctx, bus.MQTTConfig{
+		URL: a.cfg.MQTTURL, ClientID: a.cfg.Device,
+		Username: a.cfg.Username, Password: a.cfg.Password,
+		CleanStart: true, SessionExpiry: 60,
+		WillDelay: uint32(a.cfg.WillDelay / time.Second),
+		WillFunc: func() *bus.Packet {
+			n, err := nextSession(a.cfg.DataDir)
+			if err != nil {
+				a.log.Error("birth session number", "error", err)
+				n = a.session.Load() + 1
+			}
+			a.session.Store(n)
+			return a.availability(avail, "offline")
+		},
+		OnConnect: a.reporter.connected,
+		Logger:    a.log.With("component", "mqtt"),
+	})
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", a.cfg.Device, err)
+	}
+	return nil
+}
+
+func (a *Agent) availability(t, state string) *bus.Packet {
+	return &bus.Packet{Topic: t, Payload: []byte(state), QoS: 1, Retain: true,
+		User: map[string]string{"session": strconv.FormatUint(a.session.Load(), 10)}}
+}
+
+func (a *Agent) startManager() error {
+	launcher := process.NewLauncher(process.Config{
+		MQTTURL: a.cfg.MQTTURL, Device: a.cfg.Device, Key: a.cfg.Key, KeyVersion: a.cfg.KeyVersion,
+		SettingsRoot: a.cfg.Skills.SettingsRoot, Bin: a.cfg.Bin, StopGrace: a.cfg.Skills.StopGrace.Duration(),
+		Logger: a.log.With("component", "skill"),
+	})
+	phal := a.cfg.Connectivity.PHALTimeout.Duration()
+	if phal == 0 {
+		phal = skillmanager.PHALSkip
+	}
+	urls := a.cfg.Connectivity.CheckURLs
+	var err error
+	a.manager, err = skillmanager.New(skillmanager.Config{
+		Bus: a.bus, Launcher: skillmanager.Launch(launcher.Start),
+		Discovery: discovery.Config{
+			Bundled: a.cfg.Bundled, Installed: filepath.Join(a.cfg.DataDir, "installed"), User: a.cfg.UserSkills,
+		},
+		Blacklist: a.cfg.Blacklist, Capabilities: a.cfg.Skills.Capabilities,
+		ReadyTimeout: a.cfg.Skills.ReadyTimeout.Duration(), ScanInterval: a.cfg.Skills.ScanInterval.Duration(),
+		TrainTimeout: a.cfg.Skills.TrainTimeout.Duration(), PHALTimeout: phal,
+		CheckInternet: func(ctx context.Context) (bool, error) {
+			return connectivity.CheckInternet(ctx, urls, http.DefaultClient)
+		},
+		WaitForIntentService: a.cfg.Skills.WaitForIntentService,
+		InactiveFile:         filepath.Join(a.cfg.DataDir, "inactive.json"),
+		OnChange:             a.reporter.update,
+		Logger:               a.log,
+	})
+	return err
+}
+
+// startServices starts the parts that feed the manager events: the
+// websocket drop-in, the settings watcher and the connectivity monitors.
+func (a *Agent) startServices(ctx context.Context) error {
+	var err error
+	if a.cfg.WSListen != "" {
+		a.ws, err = wsbus.Start(ctx, wsbus.Config{
+			Transport: a.mqtt, Device: a.cfg.Device, Listen: a.cfg.WSListen, Route: a.cfg.WSRoute,
+			MaxFrame: a.cfg.WSMaxSize, Logger: a.log,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	a.watcher, err = settings.Watch(settings.Config{
+		Root: a.cfg.Skills.SettingsRoot, Logger: a.log.With("component", "settings"),
+		Emit: func(skill string) {
+			a.emit("ovos.skills.settings_changed", map[string]any{"skill_id": skill})
+		},
+	})
+	if err != nil {
+		return err
+	}
+	a.monitor, err = connectivity.New(connectivity.Config{
+		Emit: a.emit, Interfaces: a.cfg.Interfaces, CheckURLs: a.cfg.Connectivity.CheckURLs,
+		Interval: a.cfg.Connectivity.CheckInterval.Duration(), Logger: a.log.With("component", "connectivity"),
+	})
+	if err != nil {
+		return err
+	}
+	return a.monitor.Start(ctx)
+}
+
+// emit publishes an event on the device bus, bounded in time.
+func (a *Agent) emit(t string, data map[string]any) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.bus.Emit(ctx, envelope.New(t, data)); err != nil {
+		a.log.Warn("emit", "type", t, "error", err)
+	}
+}
+
+// WSAddr returns the websocket drop-in's address, or "" when it is off.
+func (a *Agent) WSAddr() string {
+	if a.ws == nil {
+		return ""
+	}
+	return a.ws.Addr()
+}
+
+// Close shuts the agent down (SKILL_MANAGER §9): the manager stops its
+// scan and every skill (emitting detach_skill), the monitors, watcher and
+// drop-in stop, then `offline` is published before a clean disconnect, which
+// does not fire the Will.
+func (a *Agent) Close(ctx context.Context) error {
+	var errs []error
+	if a.manager != nil {
+		errs = append(errs, a.manager.Close(ctx))
+	}
+	a.abort()
+	return errors.Join(errs...)
+}
+
+// abort stops everything started so far, in reverse order.
+func (a *Agent) abort() {
+	if a.monitor != nil {
+		_ = a.monitor.Close()
+	}
+	if a.watcher != nil {
+		_ = a.watcher.Close()
+	}
+	if a.ws != nil {
+		_ = a.ws.Close()
+	}
+	a.reporter.stop()
+	if a.mqtt != nil {
+		a.publishOffline()
+	}
+	if a.bus != nil {
+		_ = a.bus.Close()
+	}
+	if a.mqtt != nil {
+		_ = a.mqtt.Close()
+	}
+}
+
+func (a *Agent) publishOffline() {
+	avail, _ := topic.Availability(a.cfg.Device)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := a.mqtt.Publish(ctx, *a.availability(avail, "offline")); err != nil {
+		a.log.Warn("publish offline", "error", err)
+	}
+}

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/chorus-edge/chorus/device/skillmanager"
+	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// reporter publishes the agent's retained state. One goroutine owns the
+// publishing: update and connected only record what to send and wake it, so
+// the manager's notifier and the transport's connection callback never wait
+// on the network. A snapshot is published only when its payload changed,
+// and everything is published again after each (re)connection.
+type reporter struct {
+	a *Agent
+
+	mu      sync.Mutex
+	latest  *skillmanager.Snapshot
+	tr      bus.Transport     // the connection, once up
+	resend  bool              // a new connection: publish everything again
+	rebirth bool              // the birth changed (the drop-in's address is now known)
+	sent    map[string][]byte // topic -> last payload published
+
+	wake chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+func newReporter(a *Agent) *reporter {
+	r := &reporter{a: a, sent: map[string][]byte{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	r.wg.Add(1)
+	go r.run()
+	return r
+}
+
+// update records the manager's latest snapshot.
+func (r *reporter) update(s skillmanager.Snapshot) {
+	r.mu.Lock()
+	r.latest = &s
+	r.mu.Unlock()
+	r.poke()
+}
+
+// connected is the transport's OnConnect: publish availability and birth at
+// once (so they precede anything else of this session), then the rest.
+func (r *reporter) connected(ctx context.Context) {
+	tr := bus.MQTTFromContext(ctx)
+	r.publish(ctx, tr, r.birthPackets()...)
+	r.mu.Lock()
+	r.tr, r.resend = tr, true
+	r.mu.Unlock()
+	r.poke()
+}
+
+// birthChanged re-publishes the birth, once the services it names run.
+func (r *reporter) birthChanged() {
+	r.mu.Lock()
+	r.rebirth = true
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *reporter) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *reporter) run() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.done:
+			r.flush()
+			return
+		case <-r.wake:
+			r.flush()
+		}
+	}
+}
+
+// flush publishes what changed since the last flush.
+func (r *reporter) flush() {
+	r.mu.Lock()
+	snap, tr, resend, rebirth := r.latest, r.tr, r.resend, r.rebirth
+	r.resend, r.rebirth = false, false
+	if resend {
+		r.sent = map[string][]byte{}
+	}
+	r.mu.Unlock()
+	if tr == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if rebirth {
+		r.publish(ctx, tr, r.birthPackets()...)
+	}
+	if snap == nil {
+		return
+	}
+	var out []bus.Packet
+	r.mu.Lock()
+	for _, p := range r.statePackets(*snap) {
+		if prev, ok := r.sent[p.Topic]; !ok || !bytes.Equal(prev, p.Payload) {
+			out = append(out, p)
+		}
+	}
+	r.mu.Unlock()
+	r.publish(ctx, tr, out...)
+}
+
+func (r *reporter) publish(ctx context.Context, tr bus.Transport, ps ...bus.Packet) {
+	for _, p := range ps {
+		if err := tr.Publish(ctx, p); err != nil {
+			r.a.log.Warn("publish state", "topic", p.Topic, "error", err)
+			continue
+		}
+		r.mu.Lock()
+		r.sent[p.Topic] = p.Payload
+		r.mu.Unlock()
+	}
+}
+
+func (r *reporter) birthPackets() []bus.Packet {
+	a := r.a
+	avail, _ := topic.Availability(a.cfg.Device)
+	birthTopic, _ := topic.Birth(a.cfg.Device)
+	birth, _ := json.Marshal(newBirth(a.session.Load(), a.cfg.Version, a.started, a.WSAddr()))
+	return []bus.Packet{
+		{Topic: birthTopic, Payload: birth, QoS: 1, Retain: true, ContentType: "application/json"},
+		*a.availability(avail, "online"),
+	}
+}
+
+func (r *reporter) statePackets(s skillmanager.Snapshot) []bus.Packet {
+	dev := r.a.cfg.Device
+	connTopic, _ := topic.Connectivity(dev)
+	skillsTopic, _ := topic.Skills(dev)
+	conn, _ := json.Marshal(s.Connectivity)
+	skills, _ := json.Marshal(s.Skills)
+	return []bus.Packet{
+		{Topic: connTopic, Payload: conn, QoS: 1, Retain: true, ContentType: "application/json"},
+		{Topic: skillsTopic, Payload: skills, QoS: 1, Retain: true, ContentType: "application/json"},
+	}
+}
+
+// stop publishes the last state and waits for the goroutine; idempotent.
+func (r *reporter) stop() {
+	r.once.Do(func() {
+		close(r.done)
+		r.wg.Wait()
+	})
+}

@@ -1,0 +1,35 @@
+package skillmanager
+
+import (
+	"context"
+
+	"github.com/chorus-edge/chorus/gateway/bus"
+)
+
+// handleStatus answers mycroft.skills.is_alive / is_ready / all_loaded with
+// <type>.response {"status": bool} (SKILL_MANAGER §3): alive = alive or
+// ready; ready = ready; both false while stopping.
+func (m *Manager) handleStatus(_ context.Context, d bus.Delivery) {
+	s := m.Status()
+	ok := s.ready()
+	if d.Message.Type == TypeIsAlive {
+		ok = s.alive()
+	}
+	m.reply(d, map[string]any{"status": ok})
+}
+
+// handleSkillReady marks the load of data.skill_id ready (SKILL_MANAGER §2,
+// ready: message). A ready for a skill not loading is ignored.
+func (m *Manager) handleSkillReady(_ context.Context, d bus.Delivery) {
+	id, _ := d.Message.Data["skill_id"].(string)
+	if id == "" {
+		m.log.Warn("malformed "+TypeSkillReady+": no data.skill_id", "device", d.Device)
+		return
+	}
+	m.mu.Lock()
+	a := m.loading[id]
+	m.mu.Unlock()
+	if a != nil {
+		a.markReady()
+	}
+}
