@@ -182,3 +182,43 @@ func checkDropIn(t *testing.T, c *brokertest.Client, device string) {
 		t.Fatalf("mqtt got %s", m.Payload)
 	}
 }
+
+// `chorus bus send` from one process is printed by `chorus bus listen` in
+// another, next to a running `chorus up`, with no flags but the data dir.
+func TestBusListenSendE2E(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-bus", "--skills", t.TempDir(),
+		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
+	waitUp(t, p, data)
+	listen := startChorus(t, work, "bus", "listen", "chorus.e2e.ping", "--data-dir", data)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(listen.out.String(), "subscribed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("listen never subscribed:\n%s", listen.out.String())
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	out, err := exec.Command(chorusBin, "bus", "send", "chorus.e2e.ping", "--data", `{"n":42}`, "--data-dir", data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("send: %v\n%s", err, out)
+	}
+	for {
+		for _, line := range strings.Split(listen.out.String(), "\n") {
+			var m struct {
+				Device, Type string
+				Data         map[string]any
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Type == "chorus.e2e.ping" {
+				if m.Device != "pi-bus" || m.Data["n"] != float64(42) {
+					t.Fatalf("listen printed %s", line)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listen never printed the message:\n%s", listen.out.String())
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+}
