@@ -73,6 +73,7 @@ type Agent struct {
 	watcher  *settings.Watcher
 	ws       *wsbus.Server
 	reporter *reporter
+	desired  *desiredRunner
 }
 
 func (c *Config) setDefaults() error {
@@ -107,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "installed"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, installedDir), 0o700); err != nil {
 		return nil, fmt.Errorf("agent data dir: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("device", cfg.Device), started: time.Now()}
@@ -131,6 +132,9 @@ func (a *Agent) start(ctx context.Context) error {
 		return err
 	}
 	if err := a.startServices(ctx); err != nil {
+		return err
+	}
+	if err := a.startInstaller(ctx); err != nil {
 		return err
 	}
 	a.reporter.birthChanged()
@@ -187,7 +191,7 @@ func (a *Agent) startManager() error {
 	a.manager, err = skillmanager.New(skillmanager.Config{
 		Bus: a.bus, Launcher: skillmanager.Launch(launcher.Start),
 		Discovery: discovery.Config{
-			Bundled: a.cfg.Bundled, Installed: filepath.Join(a.cfg.DataDir, "installed"), User: a.cfg.UserSkills,
+			Bundled: a.cfg.Bundled, Installed: a.installedRoot(), User: a.cfg.UserSkills,
 		},
 		Blacklist: a.cfg.Blacklist, Capabilities: a.cfg.Skills.Capabilities,
 		ReadyTimeout: a.cfg.Skills.ReadyTimeout.Duration(), ScanInterval: a.cfg.Skills.ScanInterval.Duration(),
@@ -265,8 +269,16 @@ func (a *Agent) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// installedDir is the installer's skill root inside the data dir.
+const installedDir = "installed"
+
+func (a *Agent) installedRoot() string { return filepath.Join(a.cfg.DataDir, installedDir) }
+
 // abort stops everything started so far, in reverse order.
 func (a *Agent) abort() {
+	if a.desired != nil {
+		a.desired.stop()
+	}
 	if a.monitor != nil {
 		_ = a.monitor.Close()
 	}

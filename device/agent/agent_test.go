@@ -166,3 +166,5 @@ func TestWillOnKill9(t *testing.T) {
 		t.Fatalf("will: %q session %q, want offline %s", s, sess, session)
 	}
 }
+
+var zeroTime time.Time

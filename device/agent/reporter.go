@@ -26,6 +26,8 @@ type reporter struct {
 	resend  bool              // a new connection: publish everything again
 	rebirth bool              // the birth changed (the drop-in's address is now known)
 	sent    map[string][]byte // topic -> last payload published
+	version int64             // the installer's applied desired version
+	managed map[string]bool   // skills the installer manages
 
 	wake chan struct{}
 	done chan struct{}
@@ -55,6 +57,18 @@ func (r *reporter) connected(ctx context.Context) {
 	r.publish(ctx, tr, r.birthPackets()...)
 	r.mu.Lock()
 	r.tr, r.resend = tr, true
+	r.mu.Unlock()
+	r.poke()
+}
+
+// applied records the installer's applied version and managed skills.
+func (r *reporter) applied(version int64, managed []string) {
+	m := make(map[string]bool, len(managed))
+	for _, id := range managed {
+		m[id] = true
+	}
+	r.mu.Lock()
+	r.version, r.managed = version, m
 	r.mu.Unlock()
 	r.poke()
 }
@@ -109,7 +123,7 @@ func (r *reporter) flush() {
 	}
 	var out []bus.Packet
 	r.mu.Lock()
-	for _, p := range r.statePackets(*snap) {
+	for _, p := range r.statePackets(r.withInstallerLocked(*snap)) {
 		if prev, ok := r.sent[p.Topic]; !ok || !bytes.Equal(prev, p.Payload) {
 			out = append(out, p)
 		}
@@ -139,6 +153,19 @@ func (r *reporter) birthPackets() []bus.Packet {
 		{Topic: birthTopic, Payload: birth, QoS: 1, Retain: true, ContentType: "application/json"},
 		*a.availability(avail, "online"),
 	}
+}
+
+// withInstallerLocked adds what the installer knows to the manager's
+// snapshot: the applied desired version and which skills are fleet-managed.
+func (r *reporter) withInstallerLocked(s skillmanager.Snapshot) skillmanager.Snapshot {
+	s.Skills.AppliedVersion = r.version
+	skills := make([]skillmanager.SkillReport, len(s.Skills.Skills))
+	for i, sk := range s.Skills.Skills {
+		sk.Managed = r.managed[sk.ID]
+		skills[i] = sk
+	}
+	s.Skills.Skills = skills
+	return s
 }
 
 func (r *reporter) statePackets(s skillmanager.Snapshot) []bus.Packet {
