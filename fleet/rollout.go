@@ -1,0 +1,244 @@
+package fleet
+
+import (
+	"context"
+	"time"
+)
+
+// RolloutAction is what a rollout does to the skill on its devices.
+type RolloutAction string
+
+const (
+	RolloutInstall   RolloutAction = "install"
+	RolloutUninstall RolloutAction = "uninstall"
+)
+
+// RolloutState is the life cycle of a rollout (AWS IoT Jobs, hawkBit).
+type RolloutState string
+
+const (
+	RolloutQueued     RolloutState = "queued"      // created; no execution started
+	RolloutInProgress RolloutState = "in_progress" // executions are being started
+	RolloutPaused     RolloutState = "paused"      // no new executions start; running ones finish
+	RolloutSucceeded  RolloutState = "succeeded"   // every execution ended; below the failure threshold
+	RolloutFailed     RolloutState = "failed"      // ended with failures at or above the threshold
+	RolloutAborted    RolloutState = "aborted"     // stopped by the threshold or an operator
+	RolloutCanceled   RolloutState = "canceled"    // withdrawn by an operator
+)
+
+var rolloutNext = map[RolloutState][]RolloutState{
+	RolloutQueued:     {RolloutInProgress, RolloutPaused, RolloutAborted, RolloutCanceled},
+	RolloutInProgress: {RolloutPaused, RolloutSucceeded, RolloutFailed, RolloutAborted, RolloutCanceled},
+	RolloutPaused:     {RolloutInProgress, RolloutAborted, RolloutCanceled},
+}
+
+// Terminal reports whether no transition leaves the state.
+func (s RolloutState) Terminal() bool { return s.Valid() && len(rolloutNext[s]) == 0 }
+
+// CanTransition reports whether a rollout may go from s to to.
+func (s RolloutState) CanTransition(to RolloutState) bool { return contains(rolloutNext[s], to) }
+
+// Valid reports whether s is a known state.
+func (s RolloutState) Valid() bool {
+	switch s {
+	case RolloutQueued, RolloutInProgress, RolloutPaused, RolloutSucceeded,
+		RolloutFailed, RolloutAborted, RolloutCanceled:
+		return true
+	}
+	return false
+}
+
+// ExecState is the life cycle of one device's execution of a rollout
+// (AWS IoT Jobs: QUEUED → IN_PROGRESS → SUCCEEDED | FAILED | TIMED_OUT, plus
+// CANCELED).
+type ExecState string
+
+const (
+	ExecQueued     ExecState = "queued"      // waiting for a slot or for the device to come online
+	ExecInProgress ExecState = "in_progress" // the device's desired document asks for the change
+	ExecSucceeded  ExecState = "succeeded"
+	ExecFailed     ExecState = "failed"
+	ExecTimedOut   ExecState = "timed_out"
+	ExecCanceled   ExecState = "canceled" // by an operator, an abort, or a newer rollout
+)
+
+// execNext is the execution state machine. in_progress → queued gives a slot
+// back (the device went away mid-change; it finishes when it returns);
+// queued → failed ends an execution that cannot start (say, its device was
+// removed). Every other terminal state is final: a retry is a new rollout.
+var execNext = map[ExecState][]ExecState{
+	ExecQueued:     {ExecInProgress, ExecFailed, ExecCanceled},
+	ExecInProgress: {ExecQueued, ExecSucceeded, ExecFailed, ExecTimedOut, ExecCanceled},
+}
+
+// Terminal reports whether no transition leaves the state.
+func (s ExecState) Terminal() bool { return s.Valid() && len(execNext[s]) == 0 }
+
+// Valid reports whether s is a known state.
+func (s ExecState) Valid() bool {
+	switch s {
+	case ExecQueued, ExecInProgress, ExecSucceeded, ExecFailed, ExecTimedOut, ExecCanceled:
+		return true
+	}
+	return false
+}
+
+// CanTransition reports whether an execution may go from s to to.
+func (s ExecState) CanTransition(to ExecState) bool { return contains(execNext[s], to) }
+
+// Reasons the store writes on executions it ends by itself.
+const (
+	ReasonSuperseded     = "superseded" // a newer rollout of the same skill took the device
+	ReasonRolloutAborted = "rollout aborted"
+	ReasonRolloutCancel  = "rollout canceled"
+	ReasonDeviceRemoved  = "device removed"
+)
+
+// Strategy paces a rollout.
+type Strategy struct {
+	// Canary devices go first; the rest start only once all canaries
+	// succeeded. 0 = no canary phase.
+	Canary int `json:"canary"`
+	// MaxInFlight caps executions in progress at once; 0 = no cap.
+	MaxInFlight int `json:"max_in_flight"`
+	// Abort when FailureThresholdPct percent of at least MinExecuted ended
+	// executions failed or timed out; 0 = never abort automatically.
+	FailureThresholdPct float64 `json:"failure_threshold_pct"`
+	MinExecuted         int     `json:"min_executed"`
+	// Timeout ends an execution in progress this long as timed_out; 0 = none.
+	Timeout time.Duration `json:"timeout"`
+}
+
+// Validate checks the ranges.
+func (s Strategy) Validate() error {
+	switch {
+	case s.Canary < 0:
+		return Errorf(EINVALID, "canary %d: must not be negative", s.Canary)
+	case s.MaxInFlight < 0:
+		return Errorf(EINVALID, "max in flight %d: must not be negative", s.MaxInFlight)
+	case s.FailureThresholdPct < 0 || s.FailureThresholdPct > 100:
+		return Errorf(EINVALID, "failure threshold %g%%: want 0 to 100", s.FailureThresholdPct)
+	case s.MinExecuted < 0:
+		return Errorf(EINVALID, "min executed %d: must not be negative", s.MinExecuted)
+	case s.Timeout < 0:
+		return Errorf(EINVALID, "timeout %s: must not be negative", s.Timeout)
+	}
+	return nil
+}
+
+// Rollout is one operator request to install or uninstall a skill on a set
+// of devices, resolved when it is created (a snapshot, like Mender's static
+// groups; devices that join a tag later get the skill from assignments).
+type Rollout struct {
+	ID      int64         `json:"id"`
+	SkillID string        `json:"skill_id"`
+	Version string        `json:"version,omitempty"` // install: pinned at creation ("" asks for the latest)
+	Action  RolloutAction `json:"action"`
+	Targets []Target      `json:"targets"` // union of devices; at least one
+	Strategy
+
+	State     RolloutState `json:"state"`
+	Reason    string       `json:"reason,omitempty"` // why it failed, aborted or was canceled
+	CreatedBy string       `json:"created_by,omitempty"`
+
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	StartedAt  time.Time `json:"started_at"`  // first entered in_progress
+	FinishedAt time.Time `json:"finished_at"` // entered a terminal state
+
+	// Counts of executions by state, filled by Get and List.
+	Counts map[ExecState]int `json:"counts"`
+}
+
+// Validate checks what a new rollout must have.
+func (r *Rollout) Validate() error {
+	if err := ValidSkillID(r.SkillID); err != nil {
+		return err
+	}
+	switch r.Action {
+	case RolloutInstall:
+		if r.Version != "" {
+			if err := ValidVersion(r.Version); err != nil {
+				return err
+			}
+		}
+	case RolloutUninstall:
+		if r.Version != "" {
+			return Errorf(EINVALID, "uninstall %s: takes no version", r.SkillID)
+		}
+	default:
+		return Errorf(EINVALID, "rollout action %q: want install or uninstall", r.Action)
+	}
+	if len(r.Targets) == 0 {
+		return Errorf(EINVALID, "rollout %s %s: no target", r.Action, r.SkillID)
+	}
+	for _, t := range r.Targets {
+		if err := t.Validate(); err != nil {
+			return err
+		}
+	}
+	return r.Strategy.Validate()
+}
+
+// Execution is one device's part in a rollout.
+type Execution struct {
+	RolloutID    int64     `json:"rollout_id"`
+	DeviceID     string    `json:"device_id"`
+	State        ExecState `json:"state"`
+	Reason       string    `json:"reason,omitempty"`
+	Canary       bool      `json:"canary"`
+	Attempts     int       `json:"attempts"`                // times it entered in_progress
+	SupersededBy int64     `json:"superseded_by,omitempty"` // the rollout that canceled it
+	QueuedAt     time.Time `json:"queued_at"`
+	StartedAt    time.Time `json:"started_at"` // last entered in_progress
+	FinishedAt   time.Time `json:"finished_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// RolloutFilter narrows ListRollouts. The zero value lists all, newest first.
+type RolloutFilter struct {
+	SkillID string
+	States  []RolloutState
+	Limit   int // 0 = no limit
+}
+
+// ExecutionFilter narrows ListExecutions.
+type ExecutionFilter struct {
+	RolloutID int64 // 0 = any
+	DeviceID  string
+	States    []ExecState
+	Limit     int // 0 = no limit
+}
+
+// RolloutService keeps rollouts and executions.
+//
+// CreateRollout resolves the targets to devices, creates one queued
+// execution per device (the first Strategy.Canary of them, online devices
+// first and then by id, marked canary) and cancels, with ReasonSuperseded,
+// every unfinished execution of an older rollout of the same skill on those
+// devices: a newer rollout supersedes an older one instead of queueing behind
+// it. A target that matches no device is ErrInvalid.
+//
+// Transitions are guarded by the state machines above; an illegal one is
+// ErrInvalid and changes nothing. Aborting or canceling a rollout cancels its
+// unfinished executions. Every transition is recorded in the audit log in the
+// same transaction.
+type RolloutService interface {
+	CreateRollout(ctx context.Context, r *Rollout) ([]*Execution, error)
+	GetRollout(ctx context.Context, id int64) (*Rollout, error)
+	ListRollouts(ctx context.Context, f RolloutFilter) ([]*Rollout, error)
+	UpdateRolloutState(ctx context.Context, id int64, to RolloutState, reason string) (*Rollout, error)
+
+	GetExecution(ctx context.Context, rolloutID int64, deviceID string) (*Execution, error)
+	ListExecutions(ctx context.Context, f ExecutionFilter) ([]*Execution, error)
+	TransitionExecution(ctx context.Context, rolloutID int64, deviceID string, to ExecState, reason string) (*Execution, error)
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,248 @@
+// Package sqlite stores the fleet controller's state in one SQLite file
+// (modernc.org/sqlite, pure Go) and implements the fleet service interfaces.
+//
+// Concurrency: one writer connection (database/sql pool of size 1, every
+// write transaction BEGIN IMMEDIATE) serialises writes in this process, and
+// busy_timeout covers another process such as a backup tool; a separate
+// query_only pool serves reads, which WAL lets run alongside the writer.
+// Nothing outside this package knows about SQL: every method returns
+// *fleet.Error values for what callers branch on.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+// The writer's pragmas run on every new connection (go-deps.md §3): WAL so
+// readers never block the writer, synchronous NORMAL (durable at checkpoint,
+// never corrupt), foreign keys on, and a busy timeout instead of SQLITE_BUSY.
+const (
+	writerParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	readerParams = "_pragma=busy_timeout(5000)&_pragma=query_only(1)"
+)
+
+// Compile-time checks that DB provides every fleet service.
+var (
+	_ fleet.DeviceService     = (*DB)(nil)
+	_ fleet.CredentialService = (*DB)(nil)
+	_ fleet.CatalogService    = (*DB)(nil)
+	_ fleet.AssignmentService = (*DB)(nil)
+	_ fleet.RolloutService    = (*DB)(nil)
+	_ fleet.AuditService      = (*DB)(nil)
+)
+
+// DB is an open fleet database.
+type DB struct {
+	path string
+	now  func() time.Time
+	w    *sql.DB // the single writer
+	r    *sql.DB // read-only pool
+
+	// stmts caches prepared statements by pool and query text: SQLite's
+	// parser costs more than most of our queries, and database/sql re-uses a
+	// statement prepared on a connection for every transaction on it.
+	stmts sync.Map // stmtKey -> *sql.Stmt
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the database at path and applies pending
+// migrations. now is the clock every stored timestamp comes from (nil =
+// time.Now). A database written by a newer binary is refused with
+// ErrSchemaTooNew.
+func Open(path string, now func() time.Time) (*DB, error) {
+	if now == nil {
+		now = time.Now
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open fleet db %s: %w", path, err)
+	}
+	db := &DB{path: abs, now: now}
+	if db.w, err = openPool(abs, writerParams, 1); err != nil {
+		return nil, err
+	}
+	if err := db.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open fleet db %s: %w", path, err)
+	}
+	if db.r, err = openPool(abs, readerParams, min(max(runtime.NumCPU(), 2), 8)); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func openPool(path, params string, conns int) (*sql.DB, error) {
+	p, err := sql.Open("sqlite", "file:"+uriPath(path)+"?"+params)
+	if err != nil {
+		return nil, fmt.Errorf("open fleet db %s: %w", path, err)
+	}
+	// Keep connections: the pragmas above run once per connection.
+	p.SetMaxOpenConns(conns)
+	p.SetMaxIdleConns(conns)
+	p.SetConnMaxLifetime(0)
+	p.SetConnMaxIdleTime(0)
+	if err := p.Ping(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("open fleet db %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// uriPath escapes the characters that end or escape the path of an SQLite
+// URI filename, so any file name is taken literally.
+func uriPath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(p))
+}
+
+// Path returns the database file's absolute path.
+func (db *DB) Path() string { return db.path }
+
+// Close closes both pools. It is idempotent.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		var errs []error
+		db.stmts.Range(func(_, v any) bool {
+			errs = append(errs, v.(*sql.Stmt).Close())
+			return true
+		})
+		if db.r != nil {
+			errs = append(errs, db.r.Close())
+		}
+		errs = append(errs, db.w.Close())
+		db.closeErr = errors.Join(errs...)
+	})
+	return db.closeErr
+}
+
+// tx is a transaction with the time it started: every row written in one
+// transaction carries the same timestamp (wtf sqlite.Tx).
+//
+// Its QueryContext, QueryRowContext and ExecContext run cached prepared
+// statements, so each must hold exactly one SQL statement; a script (a
+// migration) goes through tx.Tx.ExecContext.
+type tx struct {
+	*sql.Tx
+	now  time.Time
+	db   *DB
+	pool *sql.DB
+
+	unprepared []string // queries without a cached statement yet
+}
+
+type stmtKey struct {
+	pool  *sql.DB
+	query string
+}
+
+// stmt returns q prepared for use in t. A statement seen for the first time
+// is prepared for this transaction only and remembered; run prepares it on
+// the pool once the transaction has released its connection (preparing on
+// the pool inside the transaction would wait for the writer's only
+// connection, which the transaction holds).
+func (t *tx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if v, ok := t.db.stmts.Load(stmtKey{t.pool, q}); ok {
+		return t.StmtContext(ctx, v.(*sql.Stmt)), nil
+	}
+	t.unprepared = append(t.unprepared, q)
+	return t.Tx.PrepareContext(ctx, q)
+}
+
+// prepare caches the statements a finished transaction met for the first time.
+func (db *DB) prepare(pool *sql.DB, queries []string) {
+	for _, q := range queries {
+		k := stmtKey{pool, q}
+		if _, ok := db.stmts.Load(k); ok {
+			continue
+		}
+		s, err := pool.Prepare(q)
+		if err != nil {
+			continue // the transaction reported it; a closed pool lands here too
+		}
+		if _, loaded := db.stmts.LoadOrStore(k, s); loaded {
+			s.Close()
+		}
+	}
+}
+
+func (t *tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (t *tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return t.Tx.QueryRowContext(ctx, q, args...) // reports the same error on Scan
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+func (t *tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+// write runs fn in a write transaction on the single writer and commits it
+// when fn returns nil.
+func (db *DB) write(ctx context.Context, fn func(*tx) error) error {
+	return db.run(ctx, db.w, nil, fn)
+}
+
+// read runs fn in a read-only transaction (one consistent snapshot).
+func (db *DB) read(ctx context.Context, fn func(*tx) error) error {
+	return db.run(ctx, db.r, &sql.TxOptions{ReadOnly: true}, fn)
+}
+
+func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn func(*tx) error) error {
+	t, err := pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	tx := &tx{Tx: t, now: db.now().UTC(), db: db, pool: pool}
+	err = fn(tx)
+	if err == nil {
+		err = t.Commit()
+	} else {
+		t.Rollback()
+	}
+	if len(tx.unprepared) > 0 {
+		db.prepare(pool, tx.unprepared)
+	}
+	return err
+}
+
+// Timestamps are stored as Unix nanoseconds; 0 is the zero time.
+func encTime(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func decTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

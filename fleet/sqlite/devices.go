@@ -1,0 +1,342 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+const deviceColumns = `d.id, d.secret_hash, d.skill_key, d.key_version, d.created_at, d.updated_at,
+	d.online, d.last_seen, d.birth_session, d.agent_version, d.connectivity, d.reported,
+	d.applied_version, coalesce(dd.version, 0)
+	FROM devices d LEFT JOIN device_desired dd ON dd.device_id = d.id`
+
+// CreateDevice adds d to the registry. The registry sets CreatedAt and
+// UpdatedAt, sorts and de-duplicates Tags, and starts KeyVersion at 1 unless
+// d names a higher one. A taken id is ErrConflict.
+func (db *DB) CreateDevice(ctx context.Context, d *fleet.Device) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	d.Tags = fleet.NormalizeTags(d.Tags)
+	d.KeyVersion = max(d.KeyVersion, 1)
+	return db.write(ctx, func(tx *tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO devices (id, secret_hash, skill_key, key_version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, d.ID, d.SecretHash, d.SkillKey, d.KeyVersion, encTime(tx.now), encTime(tx.now))
+		if err != nil {
+			return conflictOr(err, "device %q already exists", d.ID)
+		}
+		if err := insertTags(ctx, tx, d.ID, d.Tags); err != nil {
+			return err
+		}
+		d.CreatedAt, d.UpdatedAt = tx.now, tx.now
+		return nil
+	})
+}
+
+// GetDevice returns one device.
+func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
+	if err := fleet.ValidDeviceID(id); err != nil {
+		return nil, err
+	}
+	var d *fleet.Device
+	err := db.read(ctx, func(tx *tx) (err error) {
+		d, err = getDevice(ctx, tx, id)
+		return err
+	})
+	return d, err
+}
+
+// ListDevices returns the devices f selects, ordered by id.
+func (db *DB) ListDevices(ctx context.Context, f fleet.DeviceFilter) ([]*fleet.Device, error) {
+	var where []string
+	var args []any
+	if f.Tag != "" {
+		if err := fleet.ValidTag(f.Tag); err != nil {
+			return nil, err
+		}
+		where = append(where, `d.id IN (SELECT device_id FROM device_tags WHERE tag = ?)`)
+		args = append(args, f.Tag)
+	}
+	if f.Online != nil {
+		where = append(where, `d.online = ?`)
+		args = append(args, *f.Online)
+	}
+	q := `SELECT ` + deviceColumns
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY d.id`
+	var out []*fleet.Device
+	err := db.read(ctx, func(tx *tx) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDevice(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return fillTags(ctx, tx, out)
+	})
+	return out, err
+}
+
+// DeleteDevice removes a device with its tags, desired document and device
+// assignments, and cancels its unfinished executions (ReasonDeviceRemoved),
+// all in one transaction.
+func (db *DB) DeleteDevice(ctx context.Context, id string) error {
+	if err := fleet.ValidDeviceID(id); err != nil {
+		return err
+	}
+	return db.write(ctx, func(tx *tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM devices WHERE id = ?`, id)
+		if err := affected(res, err, "device %q not found", id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM assignments WHERE target_kind = 'device' AND target_value = ?`, id); err != nil {
+			return err
+		}
+		return cancelDeviceExecutions(ctx, tx, id)
+	})
+}
+
+// SetDeviceTags replaces the device's tags.
+func (db *DB) SetDeviceTags(ctx context.Context, id string, tags []string) (*fleet.Device, error) {
+	return db.changeTags(ctx, id, tags, func(tx *tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM device_tags WHERE device_id = ?`, id); err != nil {
+			return err
+		}
+		return insertTags(ctx, tx, id, fleet.NormalizeTags(tags))
+	})
+}
+
+// AddDeviceTag adds one tag; adding a tag the device has changes nothing.
+func (db *DB) AddDeviceTag(ctx context.Context, id, tag string) (*fleet.Device, error) {
+	return db.changeTags(ctx, id, []string{tag}, func(tx *tx) error {
+		return insertTags(ctx, tx, id, []string{tag})
+	})
+}
+
+// RemoveDeviceTag removes one tag; removing a tag the device lacks changes nothing.
+func (db *DB) RemoveDeviceTag(ctx context.Context, id, tag string) (*fleet.Device, error) {
+	return db.changeTags(ctx, id, []string{tag}, func(tx *tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM device_tags WHERE device_id = ? AND tag = ?`, id, tag)
+		return err
+	})
+}
+
+func (db *DB) changeTags(ctx context.Context, id string, tags []string, change func(*tx) error) (*fleet.Device, error) {
+	if err := fleet.ValidDeviceID(id); err != nil {
+		return nil, err
+	}
+	if err := fleet.ValidTags(tags); err != nil {
+		return nil, err
+	}
+	var d *fleet.Device
+	err := db.write(ctx, func(tx *tx) error {
+		if err := touchDevice(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := change(tx); err != nil {
+			return err
+		}
+		var err error
+		d, err = getDevice(ctx, tx, id)
+		return err
+	})
+	return d, err
+}
+
+// RotateDevice replaces the device's secret hash and skill key and
+// increments its key version, so skill credentials minted with the old key
+// stop verifying.
+func (db *DB) RotateDevice(ctx context.Context, id, secretHash string, skillKey []byte) (*fleet.Device, error) {
+	probe := fleet.Device{ID: id, SecretHash: secretHash, SkillKey: skillKey}
+	if err := probe.Validate(); err != nil {
+		return nil, err
+	}
+	var d *fleet.Device
+	err := db.write(ctx, func(tx *tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE devices SET secret_hash = ?, skill_key = ?,
+			key_version = key_version + 1, updated_at = ? WHERE id = ?`, secretHash, skillKey, encTime(tx.now), id)
+		if err := affected(res, err, "device %q not found", id); err != nil {
+			return err
+		}
+		d, err = getDevice(ctx, tx, id)
+		return err
+	})
+	return d, err
+}
+
+// UpdatePresence applies an availability message unless its session is
+// older than the newest session seen (a late Will). It reports whether the
+// message applied. An applied message raises BirthSession to its session and
+// sets LastSeen to p.At (the transaction's time when zero).
+func (db *DB) UpdatePresence(ctx context.Context, id string, p fleet.Presence) (bool, error) {
+	return db.updateSession(ctx, id, p.Session, func(tx *tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE devices SET online = ?, birth_session = ?, last_seen = ? WHERE id = ?`,
+			p.Online, int64(p.Session), encTime(orNow(p.At, tx)), id)
+		return err
+	})
+}
+
+// UpdateBirth applies a birth payload unless its session is older than the
+// newest session seen. It does not change Online: availability does.
+func (db *DB) UpdateBirth(ctx context.Context, id string, b fleet.Birth) (bool, error) {
+	return db.updateSession(ctx, id, b.Session, func(tx *tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE devices SET birth_session = ?, agent_version = ?, last_seen = ? WHERE id = ?`,
+			int64(b.Session), b.AgentVersion, encTime(orNow(b.At, tx)), id)
+		return err
+	})
+}
+
+func (db *DB) updateSession(ctx context.Context, id string, session uint64, apply func(*tx) error) (bool, error) {
+	if err := fleet.ValidDeviceID(id); err != nil {
+		return false, err
+	}
+	if session > math.MaxInt64 {
+		return false, fleet.Errorf(fleet.EINVALID, "device %q: session %d out of range", id, session)
+	}
+	applied := false
+	err := db.write(ctx, func(tx *tx) error {
+		var stored int64
+		err := tx.QueryRowContext(ctx, `SELECT birth_session FROM devices WHERE id = ?`, id).Scan(&stored)
+		if err != nil {
+			return notFoundOr(err, "device %q not found", id)
+		}
+		if int64(session) < stored {
+			return nil // stale: a message of an older session (ARCHITECTURE.md §3)
+		}
+		applied = true
+		return apply(tx)
+	})
+	return applied, err
+}
+
+// UpdateConnectivity stores the latest connectivity payload verbatim.
+func (db *DB) UpdateConnectivity(ctx context.Context, id string, payload json.RawMessage) error {
+	if err := validState(id, "connectivity", payload); err != nil {
+		return err
+	}
+	return db.write(ctx, func(tx *tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE devices SET connectivity = ? WHERE id = ?`, nullJSON(payload), id)
+		return affected(res, err, "device %q not found", id)
+	})
+}
+
+// UpdateReported stores the latest skills payload verbatim with the desired
+// version it says the agent applied.
+func (db *DB) UpdateReported(ctx context.Context, id string, payload json.RawMessage, appliedVersion int64) error {
+	if err := validState(id, "skills report", payload); err != nil {
+		return err
+	}
+	if appliedVersion < 0 {
+		return fleet.Errorf(fleet.EINVALID, "device %q: applied version %d: must not be negative", id, appliedVersion)
+	}
+	return db.write(ctx, func(tx *tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE devices SET reported = ?, applied_version = ? WHERE id = ?`,
+			nullJSON(payload), appliedVersion, id)
+		return affected(res, err, "device %q not found", id)
+	})
+}
+
+func validState(id, what string, payload json.RawMessage) error {
+	if err := fleet.ValidDeviceID(id); err != nil {
+		return err
+	}
+	return fleet.ValidJSONObject(what, payload, fleet.MaxStatePayload)
+}
+
+func getDevice(ctx context.Context, tx *tx, id string) (*fleet.Device, error) {
+	d, err := scanDevice(tx.QueryRowContext(ctx, `SELECT `+deviceColumns+` WHERE d.id = ?`, id))
+	if err != nil {
+		return nil, notFoundOr(err, "device %q not found", id)
+	}
+	return d, fillTags(ctx, tx, []*fleet.Device{d})
+}
+
+// touchDevice bumps updated_at, or says the device does not exist.
+func touchDevice(ctx context.Context, tx *tx, id string) error {
+	res, err := tx.ExecContext(ctx, `UPDATE devices SET updated_at = ? WHERE id = ?`, encTime(tx.now), id)
+	return affected(res, err, "device %q not found", id)
+}
+
+func scanDevice(s scanner) (*fleet.Device, error) {
+	var (
+		d                                   fleet.Device
+		created, updated, lastSeen, session int64
+		conn, reported                      sql.NullString
+	)
+	err := s.Scan(&d.ID, &d.SecretHash, &d.SkillKey, &d.KeyVersion, &created, &updated,
+		&d.Online, &lastSeen, &session, &d.AgentVersion, &conn, &reported,
+		&d.AppliedVersion, &d.DesiredVersion)
+	if err != nil {
+		return nil, err
+	}
+	d.CreatedAt, d.UpdatedAt, d.LastSeen = decTime(created), decTime(updated), decTime(lastSeen)
+	d.BirthSession = uint64(session)
+	d.Connectivity, d.Reported = rawJSON(conn), rawJSON(reported)
+	d.Tags = []string{}
+	return &d, nil
+}
+
+func insertTags(ctx context.Context, tx *tx, id string, tags []string) error {
+	for _, tag := range tags {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO device_tags (device_id, tag) VALUES (?, ?)`, id, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillTags loads the tags of ds: one query for one device, one scan of the
+// tag table for a list.
+func fillTags(ctx context.Context, tx *tx, ds []*fleet.Device) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	byID := make(map[string]*fleet.Device, len(ds))
+	for _, d := range ds {
+		byID[d.ID] = d
+	}
+	q, args := `SELECT device_id, tag FROM device_tags ORDER BY device_id, tag`, []any(nil)
+	if len(ds) == 1 {
+		q, args = `SELECT device_id, tag FROM device_tags WHERE device_id = ? ORDER BY tag`, []any{ds[0].ID}
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, tag string
+		if err := rows.Scan(&id, &tag); err != nil {
+			return err
+		}
+		if d := byID[id]; d != nil {
+			d.Tags = append(d.Tags, tag)
+		}
+	}
+	return rows.Err()
+}
+
+// orNow returns t, or the transaction's time when t is zero.
+func orNow(t time.Time, tx *tx) time.Time {
+	if t.IsZero() {
+		return tx.now
+	}
+	return t
+}

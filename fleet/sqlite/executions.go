@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+// GetExecution returns one device's execution of a rollout.
+func (db *DB) GetExecution(ctx context.Context, rolloutID int64, deviceID string) (*fleet.Execution, error) {
+	if err := fleet.ValidDeviceID(deviceID); err != nil {
+		return nil, err
+	}
+	var e *fleet.Execution
+	err := db.read(ctx, func(tx *tx) (err error) {
+		e, err = getExecution(ctx, tx, rolloutID, deviceID)
+		return err
+	})
+	return e, err
+}
+
+// ListExecutions returns the executions f selects, by rollout, canaries
+// first, then by device id.
+func (db *DB) ListExecutions(ctx context.Context, f fleet.ExecutionFilter) ([]*fleet.Execution, error) {
+	var where []string
+	var args []any
+	if f.RolloutID != 0 {
+		where, args = append(where, `rollout_id = ?`), append(args, f.RolloutID)
+	}
+	if f.DeviceID != "" {
+		if err := fleet.ValidDeviceID(f.DeviceID); err != nil {
+			return nil, err
+		}
+		where, args = append(where, `device_id = ?`), append(args, f.DeviceID)
+	}
+	if len(f.States) > 0 {
+		where = append(where, `state IN (`+placeholders(len(f.States))+`)`)
+		for _, s := range f.States {
+			args = append(args, s)
+		}
+	}
+	q := `SELECT ` + executionColumns + whereClause(where) + ` ORDER BY rollout_id, canary DESC, device_id` + limitClause
+	args = append(args, limitArg(f.Limit))
+	var out []*fleet.Execution
+	err := db.read(ctx, func(tx *tx) (err error) {
+		out, err = queryAll(ctx, tx, scanExecution, q, args...)
+		return err
+	})
+	return out, err
+}
+
+// TransitionExecution moves one execution to another state if the state
+// machine allows it; starting one (→ in_progress) also needs its rollout in
+// progress. Illegal moves are ErrInvalid and change nothing.
+func (db *DB) TransitionExecution(ctx context.Context, rolloutID int64, deviceID string, to fleet.ExecState, reason string) (*fleet.Execution, error) {
+	if err := fleet.ValidDeviceID(deviceID); err != nil {
+		return nil, err
+	}
+	var e *fleet.Execution
+	err := db.write(ctx, func(tx *tx) (err error) {
+		if e, err = getExecution(ctx, tx, rolloutID, deviceID); err != nil {
+			return err
+		}
+		if to == fleet.ExecInProgress {
+			var state fleet.RolloutState
+			if err := tx.QueryRowContext(ctx, `SELECT state FROM rollouts WHERE id = ?`, rolloutID).Scan(&state); err != nil {
+				return err
+			}
+			if state != fleet.RolloutInProgress {
+				return fleet.Errorf(fleet.EINVALID, "rollout %d is %s: executions start only while it is in progress", rolloutID, state)
+			}
+		}
+		return transition(ctx, tx, e, to, reason, 0)
+	})
+	return e, err
+}
+
+// transition applies one guarded execution state change and records it in
+// the audit log.
+func transition(ctx context.Context, tx *tx, e *fleet.Execution, to fleet.ExecState, reason string, supersededBy int64) error {
+	if !e.State.CanTransition(to) {
+		return fleet.Errorf(fleet.EINVALID, "execution of rollout %d on %s is %s: it cannot become %s", e.RolloutID, e.DeviceID, e.State, to)
+	}
+	from := e.State
+	e.State, e.Reason, e.UpdatedAt = to, reason, tx.now
+	switch {
+	case to == fleet.ExecInProgress:
+		e.Attempts++
+		e.StartedAt = tx.now
+	case to.Terminal():
+		e.FinishedAt = tx.now
+	}
+	if supersededBy != 0 {
+		e.SupersededBy = supersededBy
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE executions SET state = ?, reason = ?, attempts = ?, superseded_by = ?,
+		started_at = ?, finished_at = ?, updated_at = ? WHERE rollout_id = ? AND device_id = ?`,
+		e.State, e.Reason, e.Attempts, e.SupersededBy, encTime(e.StartedAt), encTime(e.FinishedAt), encTime(tx.now),
+		e.RolloutID, e.DeviceID)
+	if err != nil {
+		return err
+	}
+	detail, err := json.Marshal(map[string]any{"from": from, "to": to, "reason": reason})
+	if err != nil {
+		return err
+	}
+	return appendAudit(ctx, tx, &fleet.AuditEntry{Actor: fleet.ActorController, Action: "execution." + string(to),
+		Subject: fmt.Sprintf("rollout/%d/%s", e.RolloutID, e.DeviceID), Detail: detail})
+}
+
+// cancelActive cancels every unfinished execution matching cond.
+func cancelActive(ctx context.Context, tx *tx, reason, cond string, args ...any) error {
+	es, err := queryAll(ctx, tx, scanExecution, `SELECT `+executionColumns+` WHERE state IN `+activeStates+` AND `+cond+
+		` ORDER BY rollout_id, device_id`, args...)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if err := transition(ctx, tx, e, fleet.ExecCanceled, reason, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cancelDeviceExecutions(ctx context.Context, tx *tx, deviceID string) error {
+	return cancelActive(ctx, tx, fleet.ReasonDeviceRemoved, `device_id = ?`, deviceID)
+}
+
+func getExecution(ctx context.Context, tx *tx, rolloutID int64, deviceID string) (*fleet.Execution, error) {
+	e, err := scanExecution(tx.QueryRowContext(ctx, `SELECT `+executionColumns+` WHERE rollout_id = ? AND device_id = ?`,
+		rolloutID, deviceID))
+	return e, notFoundOr(err, "rollout %d has no execution on device %q", rolloutID, deviceID)
+}
+
+func scanExecution(s scanner) (*fleet.Execution, error) {
+	var (
+		e                                  fleet.Execution
+		queued, started, finished, updated int64
+	)
+	err := s.Scan(&e.RolloutID, &e.DeviceID, &e.State, &e.Reason, &e.Canary, &e.Attempts, &e.SupersededBy,
+		&queued, &started, &finished, &updated)
+	if err != nil {
+		return nil, err
+	}
+	e.QueuedAt, e.StartedAt, e.FinishedAt, e.UpdatedAt = decTime(queued), decTime(started), decTime(finished), decTime(updated)
+	return &e, nil
+}
