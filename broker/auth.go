@@ -31,11 +31,16 @@ type Account struct {
 	Username   string
 	Role       Role
 	Device     string // the device id, for RoleDevice and RoleSkill
+	Skill      string // the skill id, for RoleSkill
 	SecretHash string // HashSecret of the password; empty for skills (they verify by signature)
 
 	Publish   []string // topics the account may publish to
 	Retain    []string // topics on which the account may publish retained; a subset of Publish
 	Subscribe []string // topics the account may subscribe to and receive
+
+	// DenyTypes are bus message types the account may not publish even
+	// where Publish covers the topic; "prefix*" matches by prefix.
+	DenyTypes []string
 
 	// SkillKey verifies the credentials the device's agent mints for its skills
 	// (device accounts only); KeyVersion is the version those credentials must name.

@@ -420,3 +420,36 @@ func ageStoredRetained(t *testing.T, dir string, age time.Duration) {
 		}
 	}
 }
+
+func TestSkillManagementTypesAndForgedIDRefused(t *testing.T) {
+	dev := brokertest.NewDevice(t, "pi-1")
+	b := brokertest.Start(t, broker.Config{}, dev.Account)
+	s := brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", "s"), skillcred.Mint(dev.Key, 1, "pi-1", "s"), brokertest.ConnectOptions{ClientID: "s"})
+	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	tests := []struct {
+		name, topic, payload string
+		ok                   bool
+	}{
+		{"plain type", "chorus/v1/pi-1/bus/speak", `{"type":"speak"}`, true},
+		{"own skill id", "chorus/v1/pi-1/bus/speak", `{"type":"speak","context":{"skill_id":"s"}}`, true},
+		{"forged skill id", "chorus/v1/pi-1/bus/speak", `{"type":"speak","context":{"skill_id":"other"}}`, false},
+		{"install", "chorus/v1/pi-1/bus/ovos.skills.install", `{"type":"ovos.skills.install"}`, false},
+		{"pip", "chorus/v1/pi-1/bus/ovos.pip.install", `{"type":"ovos.pip.install"}`, false},
+		{"skill manager", "chorus/v1/pi-1/bus/skillmanager.deactivate", `{"type":"skillmanager.deactivate"}`, false},
+		{"fake internet", "chorus/v1/pi-1/bus/mycroft.internet.connected", `{"type":"mycroft.internet.connected"}`, false},
+		{"fake gui", "chorus/v1/pi-1/bus/mycroft.gui.available", `{"type":"mycroft.gui.available"}`, false},
+		{"ready", "chorus/v1/pi-1/bus/chorus.skill.ready", `{"type":"chorus.skill.ready","data":{"skill_id":"s"}}`, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := s.Pub(t, tc.topic, []byte(tc.payload), false)
+			if tc.ok != (rc < 0x80) {
+				t.Fatalf("reason %#x, want ok=%v", rc, tc.ok)
+			}
+		})
+	}
+	// The device itself may send management types.
+	if rc := d.Pub(t, "chorus/v1/pi-1/bus/skillmanager.rescan", []byte(`{"type":"skillmanager.rescan"}`), false); rc != 0 {
+		t.Fatalf("device management publish: %#x", rc)
+	}
+}

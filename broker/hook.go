@@ -69,7 +69,7 @@ func (p *policy) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 		return false
 	}
 	if write {
-		return coveredBy(a.Publish, topic)
+		return coveredBy(a.Publish, topic) && !typeDenied(a, topic)
 	}
 	return coveredBy(a.Subscribe, topic)
 }
@@ -81,9 +81,16 @@ func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	if cl.Net.Inline {
 		return pk, nil
 	}
+	a, ok := p.table.Load().Lookup(string(cl.Properties.Username))
+	if !ok {
+		return pk, refusal(cl, pk)
+	}
+	if forgedSkillID(a, pk.TopicName, pk.Payload) {
+		p.log.Info("bus message with a forged context.skill_id refused", "client", cl.ID, "topic", pk.TopicName)
+		return pk, refusal(cl, pk)
+	}
 	if pk.FixedHeader.Retain {
-		a, ok := p.table.Load().Lookup(string(cl.Properties.Username))
-		if !ok || !coveredBy(a.Retain, pk.TopicName) {
+		if !coveredBy(a.Retain, pk.TopicName) {
 			p.log.Info("retained publish refused", "client", cl.ID, "topic", pk.TopicName)
 			return pk, refusal(cl, pk)
 		}

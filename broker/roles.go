@@ -25,16 +25,28 @@ func DeviceAccount(device, secretHash string, skillKey []byte, keyVersion int) A
 	}
 }
 
-// SkillAccount returns the account of a skill process: it reads and writes only
-// its device's bus, never retained, never the device's state topics.
+// SkillDenyTypes are the management and state types a skill may not emit by
+// default (ARCHITECTURE.md §6): installing software, steering the skill
+// manager or faking connectivity is the agent's business, and an open bus
+// that allowed it is the OVOS hole (mycroft-core#1517).
+var SkillDenyTypes = []string{
+	"skillmanager.*", "ovos.pip.*", "ovos.skills.install*", "ovos.skills.uninstall*",
+	"mycroft.network.*", "mycroft.internet.*", "mycroft.gui.*",
+}
+
+// SkillAccount returns the account of a skill process: it reads and writes
+// only its device's bus, never retained, never the device's state topics,
+// never the management types of SkillDenyTypes.
 func SkillAccount(device, skill string) Account {
 	bus := treeRoot + device + "/bus/+"
 	return Account{
 		Username:  skillcred.Username(device, skill),
 		Role:      RoleSkill,
 		Device:    device,
+		Skill:     skill,
 		Publish:   []string{bus},
 		Subscribe: []string{bus},
+		DenyTypes: SkillDenyTypes,
 	}
 }
 
