@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/localauth"
+	"github.com/chorus-edge/chorus/fleet/sqlite"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -88,13 +93,17 @@ type gatewayRun struct {
 	a       *app
 	dataDir string
 	broker  *broker.Broker
+	store   *sqlite.DB
+	fleet   *controller.Controller
+	token   string
 	http    *httpapi.Server
 	up      configs.Up
 	local   localauth.Local
 }
 
-// startGateway starts the broker and the HTTP server and writes up.json.
-// device, when set, also provisions a local device and its agent's credentials.
+// startGateway starts the broker, the fleet controller and the HTTP API,
+// and writes up.json. device, when set, also provisions a local device and
+// registers it in the fleet like any other (`chorus up`).
 func (a *app) startGateway(cfg configs.Config, device string) (*gatewayRun, error) {
 	local, err := localauth.LoadOrCreate(cfg.DataDir, device)
 	if err != nil {
@@ -117,17 +126,7 @@ func (a *app) startGateway(cfg configs.Config, device string) (*gatewayRun, erro
 		return nil, err
 	}
 	g := &gatewayRun{a: a, dataDir: cfg.DataDir, broker: b, local: local}
-	if err := g.startHTTP(cfg); err != nil {
-		_ = b.Close()
-		return nil, err
-	}
-	g.up = configs.Up{MQTTURL: b.URL(), HTTPURL: g.http.URL(), Observer: local.Observer, Operator: local.Operator}
-	if local.Device != nil && device != "" {
-		agent := *local.Device
-		agent.MQTTURL, agent.ServerURL = g.up.MQTTURL, g.up.HTTPURL
-		g.up.Device, g.up.Agent = device, &agent
-	}
-	if err := configs.WriteUp(configs.UpPath(cfg.DataDir), g.up); err != nil {
+	if err := g.start(cfg, accounts, device); err != nil {
 		_ = g.close()
 		return nil, err
 	}
@@ -135,14 +134,53 @@ func (a *app) startGateway(cfg configs.Config, device string) (*gatewayRun, erro
 	return g, nil
 }
 
-func (g *gatewayRun) startHTTP(cfg configs.Config) error {
+// start runs the fleet and the HTTP API over the running broker.
+func (g *gatewayRun) start(cfg configs.Config, accounts []broker.Account, device string) error {
+	ln, tlsCfg, err := listenHTTP(cfg)
+	if err != nil {
+		return err
+	}
+	g.up = configs.Up{MQTTURL: g.broker.URL(), HTTPURL: httpURL(ln, tlsCfg), Observer: g.local.Observer, Operator: g.local.Operator}
+	if err := g.startFleet(cfg, accounts, device); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := g.startHTTP(ln, tlsCfg); err != nil {
+		return err
+	}
+	if g.local.Device != nil && device != "" {
+		agent := *g.local.Device
+		agent.MQTTURL, agent.ServerURL = g.up.MQTTURL, g.up.HTTPURL
+		g.up.Device, g.up.Agent = device, &agent
+	}
+	return configs.WriteUp(configs.UpPath(cfg.DataDir), g.up)
+}
+
+func listenHTTP(cfg configs.Config) (net.Listener, *tls.Config, error) {
 	tlsCfg, err := cfg.HTTP.TLS.Config()
 	if err != nil {
-		return fmt.Errorf("http.tls: %w", err)
+		return nil, nil, fmt.Errorf("http.tls: %w", err)
 	}
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen http on %s: %w", cfg.HTTP.Listen, err)
+	}
+	return ln, tlsCfg, nil
+}
+
+func httpURL(ln net.Listener, tlsCfg *tls.Config) string {
+	if tlsCfg != nil {
+		return "https://" + ln.Addr().String()
+	}
+	return "http://" + ln.Addr().String()
+}
+
+func (g *gatewayRun) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
 	ver, _ := buildInfo()
+	var err error
 	g.http, err = httpapi.Start(httpapi.Config{
-		Listen: cfg.HTTP.Listen, TLS: tlsCfg, Version: ver, Logger: g.a.log.With("component", "http"),
+		Listener: ln, TLS: tlsCfg, Version: ver, Logger: g.a.log.With("component", "http"),
+		Fleet: g.fleet, Token: g.token, VerifyDevice: g.fleet.VerifyDevice,
 		Health: func() map[string]any {
 			s := g.broker.Stats()
 			return map[string]any{"mqtt": map[string]any{"clients": s.ClientsConnected, "retained": s.Retained}}
@@ -176,14 +214,24 @@ func (g *gatewayRun) setAvailability(state string) {
 	}
 }
 
-// close stops the gateway within 5 s.
+// close stops the gateway within 5 s: the HTTP API, the controller, the
+// store, then the broker. It tolerates a partial start.
 func (g *gatewayRun) close() error {
 	g.setAvailability("offline")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	err := g.http.Close(ctx)
-	_ = g.broker.Close()
-	return err
+	var errs []error
+	if g.http != nil {
+		errs = append(errs, g.http.Close(ctx))
+	}
+	if g.fleet != nil {
+		errs = append(errs, g.fleet.Close())
+	}
+	if g.store != nil {
+		errs = append(errs, g.store.Close())
+	}
+	errs = append(errs, g.broker.Close())
+	return errors.Join(errs...)
 }
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }

@@ -1,5 +1,7 @@
-// Package httpapi is the gateway's HTTP server: health now; the fleet API,
-// artifacts and metrics as the controller grows.
+// Package httpapi is the gateway's HTTP server: /healthz, the fleet API of
+// docs/api.md (operator bearer token) and artifact downloads (device Basic
+// auth). It reaches the controller through the Fleet interface, so it does
+// not import fleet/controller.
 package httpapi
 
 import (
@@ -17,11 +19,22 @@ import (
 
 // Config configures the server.
 type Config struct {
-	Listen  string      // host:port
-	TLS     *tls.Config // nil = plain HTTP
-	Version string
-	Health  func() map[string]any // extra fields for /healthz (e.g. broker counters)
-	Logger  *slog.Logger
+	Listen string // host:port
+	// Listener, when set, is used instead of binding Listen (the gateway
+	// binds first so the controller knows the server's URL).
+	Listener net.Listener
+	TLS      *tls.Config // nil = plain HTTP
+	Version  string
+	Health   func() map[string]any // extra fields for /healthz (e.g. broker counters)
+	Logger   *slog.Logger
+
+	// Fleet serves the /v1 API; nil serves /healthz only.
+	Fleet Fleet
+	// Token is the operator bearer token; empty refuses every operator request.
+	Token string
+	// VerifyDevice checks a device's own MQTT username and secret for
+	// artifact downloads (the controller's VerifyDevice).
+	VerifyDevice func(username, password string) bool
 }
 
 // Server is a running HTTP server.
@@ -38,9 +51,12 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen http on %s: %w", cfg.Listen, err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen http on %s: %w", cfg.Listen, err)
+		}
 	}
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
@@ -65,6 +81,9 @@ func Start(cfg Config) (*Server, error) {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
+	if s.cfg.Fleet != nil {
+		s.fleetRoutes(mux)
+	}
 	return mux
 }
 

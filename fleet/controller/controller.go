@@ -1,0 +1,244 @@
+// Package controller is the fleet controller runtime: it keeps the broker's
+// auth table in step with the registry, publishes every device's desired
+// document, follows the devices' retained state topics, reconciles each
+// device by level and paces rollouts (ARCHITECTURE.md §5).
+//
+// Goroutines: one inbox goroutine owns the processing of broker messages
+// (inline broker handlers only enqueue), Workers reconcile goroutines take
+// devices from a deduplicating queue, and one rollout engine goroutine
+// starts, times out and finishes executions. All state that matters is in
+// the Store, so a controller killed at any point resumes where it was.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+// Store is what the controller needs of the fleet database; *sqlite.DB
+// satisfies it.
+type Store interface {
+	fleet.DeviceService
+	fleet.CredentialService
+	fleet.CatalogService
+	fleet.AssignmentService
+	fleet.RolloutService
+	fleet.AuditService
+}
+
+// Broker is what the controller needs of the embedded broker; *broker.Broker
+// satisfies it. Publish bypasses the ACL: the controller is the only writer
+// of desired documents.
+type Broker interface {
+	Publish(m broker.Message) error
+	Subscribe(filter string, handler func(broker.Message)) (unsubscribe func(), err error)
+	SetTable(t *broker.Table)
+}
+
+// SkillInfo is what ValidateSkill learns from an unpacked skill archive.
+type SkillInfo struct {
+	ID           string
+	Version      string
+	Title        string
+	Description  string
+	Requirements []string
+}
+
+// Config configures a Controller. Store and Broker are required; every other
+// zero field takes a default.
+type Config struct {
+	Store  Store
+	Broker Broker
+	// LocalAccounts are always in the broker's auth table (localauth). A
+	// registry account with the same username shadows a local one.
+	LocalAccounts []broker.Account
+	// ArtifactDir holds the published archives, named by their sha256.
+	ArtifactDir string
+	// ValidateSkill checks an unpacked archive with the agent's discovery
+	// rules (cmd/chorus wires device/discovery; fleet must not import
+	// device). dir is the skill directory; a refusal's error is shown to the
+	// operator as the reason.
+	ValidateSkill func(dir string) (SkillInfo, error)
+	// MQTTURL and ServerURL go into the agent credentials the controller returns.
+	MQTTURL, ServerURL string
+
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	Tick         time.Duration // rollout engine period (1s)
+	Workers      int           // reconcile workers (4)
+	RepublishAge time.Duration // re-publish desired to a device behind for this long (30s)
+	MaxBackoff   time.Duration // cap of the per-device retry backoff (1m)
+	MaxArchive   int64         // cap of a published archive (256 MiB)
+}
+
+func (c *Config) setDefaults() {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Tick <= 0 {
+		c.Tick = time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.RepublishAge <= 0 {
+		c.RepublishAge = 30 * time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = time.Minute
+	}
+	if c.MaxArchive <= 0 {
+		c.MaxArchive = 256 << 20
+	}
+}
+
+// Controller is the running fleet controller.
+type Controller struct {
+	cfg   Config
+	store Store
+	log   *slog.Logger
+
+	queue *workQueue // devices to reconcile
+	inbox *inbox     // broker messages for the inbox goroutine
+	kick  chan struct{}
+
+	tableMu sync.Mutex // serialises rebuildTable: the last rebuild reads the newest registry
+	table   tableBox
+
+	pubMu     sync.Mutex              // guards the fields below; never held across I/O
+	published map[string]publishedDoc // device -> last desired document published
+	startVer  map[execKey]int64       // execution -> desired version when it started (this run)
+	local     map[string]bool         // device ids of LocalAccounts
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	unsubs []func()
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+type publishedDoc struct {
+	version int64
+	at      time.Time
+}
+
+type execKey struct {
+	rollout int64
+	device  string
+}
+
+// New checks cfg and returns a controller that does nothing until Start.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Store == nil || cfg.Broker == nil {
+		return nil, errors.New("fleet controller: Store and Broker are required")
+	}
+	if cfg.ArtifactDir == "" {
+		return nil, errors.New("fleet controller: ArtifactDir is required")
+	}
+	cfg.setDefaults()
+	c := &Controller{
+		cfg: cfg, store: cfg.Store, log: cfg.Logger,
+		kick:      make(chan struct{}, 1),
+		published: map[string]publishedDoc{},
+		startVer:  map[execKey]int64{},
+		local:     map[string]bool{},
+	}
+	c.queue = newWorkQueue(cfg.MaxBackoff)
+	c.inbox = newInbox()
+	for _, a := range cfg.LocalAccounts {
+		if a.Role == broker.RoleDevice {
+			c.local[a.Device] = true
+		}
+	}
+	return c, nil
+}
+
+// Start rebuilds the auth table, subscribes to the devices' state topics and
+// starts the goroutines; every device is reconciled once, which publishes its
+// desired document (ARCHITECTURE.md §3: re-published at start-up). ctx bounds
+// the start-up work only; Close stops the controller.
+func (c *Controller) Start(ctx context.Context) error {
+	if err := c.rebuildTable(ctx); err != nil {
+		return fmt.Errorf("start fleet controller: %w", err)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if err := c.subscribe(); err != nil {
+		c.Close()
+		return fmt.Errorf("start fleet controller: %w", err)
+	}
+	c.goRun(c.runInbox)
+	for range c.cfg.Workers {
+		c.goRun(c.runWorker)
+	}
+	c.goRun(c.runEngine)
+	devs, err := c.store.ListDevices(ctx, fleet.DeviceFilter{})
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("start fleet controller: %w", err)
+	}
+	for _, d := range devs {
+		c.queue.Add(d.ID)
+	}
+	return nil
+}
+
+func (c *Controller) goRun(fn func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+}
+
+// Close unsubscribes and waits for every goroutine the controller started.
+// It is idempotent.
+func (c *Controller) Close() error {
+	c.once.Do(func() {
+		for _, u := range c.unsubs {
+			u()
+		}
+		if c.cancel != nil {
+			c.cancel()
+		}
+		c.queue.ShutDown()
+		c.inbox.shutDown()
+		c.wg.Wait()
+	})
+	return nil
+}
+
+// Kick asks the rollout engine for a pass now.
+func (c *Controller) Kick() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// audit appends an audit entry; a failure is logged (the action happened).
+func (c *Controller) audit(ctx context.Context, actor, action, subject string, detail any) {
+	e := &fleet.AuditEntry{Actor: actor, Action: action, Subject: subject}
+	if detail != nil {
+		b, err := marshalDetail(detail)
+		if err == nil {
+			e.Detail = b
+		}
+	}
+	if e.Actor == "" {
+		e.Actor = "operator"
+	}
+	if err := c.store.AppendAudit(ctx, e); err != nil {
+		c.log.Error("append audit entry", "action", action, "subject", subject, "error", err)
+	}
+}

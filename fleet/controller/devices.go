@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// AddDevice registers a device with a random secret (stored hashed) and a
+// fresh Ed25519 skill key (public half stored) and returns its agent
+// credentials: the only time the secret and the private key are shown.
+func (c *Controller) AddDevice(ctx context.Context, actor, id string, tags []string) (*fleet.Device, configs.AgentCredentials, error) {
+	secret, priv, err := newDeviceSecrets()
+	if err != nil {
+		return nil, configs.AgentCredentials{}, err
+	}
+	d := &fleet.Device{ID: id, Tags: tags, SecretHash: broker.HashSecret(secret), SkillKey: priv.Public().(ed25519.PublicKey)}
+	if err := c.store.CreateDevice(ctx, d); err != nil {
+		return nil, configs.AgentCredentials{}, err
+	}
+	c.audit(ctx, actor, "device.add", "device/"+id, map[string]any{"tags": d.Tags})
+	_ = c.registryChanged(ctx)
+	c.queue.Add(id) // publishes its first desired document
+	return d, c.credentials(d, secret, priv), nil
+}
+
+// RotateDevice replaces a device's secret and skill key; the old ones stop
+// working at once (connected clients using them are disconnected).
+func (c *Controller) RotateDevice(ctx context.Context, actor, id string) (*fleet.Device, configs.AgentCredentials, error) {
+	secret, priv, err := newDeviceSecrets()
+	if err != nil {
+		return nil, configs.AgentCredentials{}, err
+	}
+	d, err := c.store.RotateDevice(ctx, id, broker.HashSecret(secret), priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, configs.AgentCredentials{}, err
+	}
+	c.audit(ctx, actor, "device.rotate", "device/"+id, map[string]any{"key_version": d.KeyVersion})
+	_ = c.registryChanged(ctx)
+	return d, c.credentials(d, secret, priv), nil
+}
+
+// RemoveDevice deletes a device (its device assignments go, its unfinished
+// executions are canceled), revokes it at once and clears its retained topics.
+func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
+	if err := c.store.DeleteDevice(ctx, id); err != nil {
+		return err
+	}
+	c.audit(ctx, actor, "device.remove", "device/"+id, nil)
+	err := c.registryChanged(ctx)
+	c.forget(id)
+	c.clearTopics(id)
+	c.Kick()
+	return err
+}
+
+// clearTopics publishes empty retained payloads on the device's state and
+// desired topics. A Will the broker publishes after this is cleared again by
+// the inbox (clearStale), since the device is no longer in the registry.
+func (c *Controller) clearTopics(id string) {
+	for _, build := range []func(string) (string, error){topic.Availability, topic.Birth, topic.Connectivity, topic.Skills, topic.Desired} {
+		t, err := build(id)
+		if err != nil {
+			continue
+		}
+		if err := c.cfg.Broker.Publish(broker.Message{Topic: t, QoS: 1, Retain: true}); err != nil {
+			c.log.Warn("clear retained topic", "topic", t, "error", err)
+		}
+	}
+}
+
+// SetTags replaces a device's tags and recomputes its desired document: a
+// device that joins a tag gets that tag's skills.
+func (c *Controller) SetTags(ctx context.Context, actor, id string, tags []string) (*fleet.Device, error) {
+	if err := fleet.ValidTags(tags); err != nil {
+		return nil, err
+	}
+	d, err := c.store.SetDeviceTags(ctx, id, tags)
+	if err != nil {
+		return nil, err
+	}
+	c.audit(ctx, actor, "device.tag", "device/"+id, map[string]any{"tags": d.Tags})
+	c.queue.Add(id)
+	return d, nil
+}
+
+// GetDevice returns one device.
+func (c *Controller) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
+	return c.store.GetDevice(ctx, id)
+}
+
+// ListDevices returns the devices f selects.
+func (c *Controller) ListDevices(ctx context.Context, f fleet.DeviceFilter) ([]*fleet.Device, error) {
+	if f.Tag != "" {
+		if err := fleet.ValidTag(f.Tag); err != nil {
+			return nil, err
+		}
+	}
+	return c.store.ListDevices(ctx, f)
+}
+
+// DesiredOf returns the device's current desired document.
+func (c *Controller) DesiredOf(ctx context.Context, id string) (fleet.Desired, error) {
+	return c.store.DesiredFor(ctx, id)
+}
+
+func (c *Controller) credentials(d *fleet.Device, secret string, priv ed25519.PrivateKey) configs.AgentCredentials {
+	return configs.AgentCredentials{
+		Device: d.ID, MQTTURL: c.cfg.MQTTURL, ServerURL: c.cfg.ServerURL,
+		Username: d.ID, Password: secret, SkillKey: configs.EncodeSkillKey(priv), KeyVersion: d.KeyVersion,
+	}
+}
+
+func newDeviceSecrets() (string, ed25519.PrivateKey, error) {
+	secret, err := broker.NewSecret()
+	if err != nil {
+		return "", nil, err
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", nil, fmt.Errorf("generate device key: %w", err)
+	}
+	return secret, priv, nil
+}

@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/chorus-edge/chorus/broker"
+)
+
+// maxInboxEvents caps the queued bus events (install failures); state topics
+// are coalesced by topic and need no cap.
+const maxInboxEvents = 4096
+
+// inbox hands broker messages from inline handlers (which run on the
+// publisher's goroutine and must not block) to the inbox goroutine.
+//
+// State topics are retained and level-based, so only the newest message of
+// a topic matters and the inbox keeps one per topic: memory is bounded by
+// the number of devices, whatever a device publishes. For availability the
+// message of the highest session wins, so a late Will coalesced after a
+// birth's "online" cannot hide it (ARCHITECTURE.md §3).
+type inbox struct {
+	mu      sync.Mutex // guards the fields below
+	order   []string
+	latest  map[string]broker.Message
+	events  []broker.Message
+	dropped int
+	wake    chan struct{}
+	down    bool
+}
+
+func newInbox() *inbox {
+	return &inbox{latest: map[string]broker.Message{}, wake: make(chan struct{}, 1)}
+}
+
+// putState queues a state message, replacing an older one of the same topic.
+func (b *inbox) putState(m broker.Message, isAvailability bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down {
+		return
+	}
+	old, pending := b.latest[m.Topic]
+	if pending && isAvailability && sessionOf(m) < sessionOf(old) {
+		return
+	}
+	if !pending {
+		b.order = append(b.order, m.Topic)
+	}
+	b.latest[m.Topic] = m
+	b.signal()
+}
+
+// putEvent queues a bus event; past the cap it is dropped (and counted).
+func (b *inbox) putEvent(m broker.Message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down {
+		return
+	}
+	if len(b.events) >= maxInboxEvents {
+		b.dropped++
+		return
+	}
+	b.events = append(b.events, m)
+	b.signal()
+}
+
+func (b *inbox) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns everything queued, state messages in arrival order of their
+// topics, then events.
+func (b *inbox) take() (state, events []broker.Message, dropped int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.order {
+		state = append(state, b.latest[t])
+	}
+	events, dropped = b.events, b.dropped
+	b.order, b.latest, b.events, b.dropped = nil, map[string]broker.Message{}, nil, 0
+	return state, events, dropped
+}
+
+func (b *inbox) shutDown() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down = true
+	close(b.wake)
+}
+
+// sessionOf returns the MQTT 5 user property "session" (0 when absent).
+func sessionOf(m broker.Message) uint64 {
+	for _, u := range m.User {
+		if u.Key == "session" {
+			n, err := strconv.ParseUint(u.Value, 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/desired"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// reconcileTimeout bounds one pass over one device, so a stuck store call
+// gives the worker back (the device is retried with backoff).
+const reconcileTimeout = 30 * time.Second
+
+func (c *Controller) runWorker() {
+	for {
+		id, ok := c.queue.Get()
+		if !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, reconcileTimeout)
+		err := c.Reconcile(ctx, id)
+		cancel()
+		if err != nil && c.ctx.Err() == nil {
+			c.log.Warn("reconcile failed; retrying with backoff", "device", id, "error", err)
+		}
+		c.queue.Done(id, err)
+	}
+}
+
+// Reconcile brings one device's published desired document and its
+// in-progress executions in line with the store. It is level-based and
+// idempotent (STYLE.md §6): it re-reads everything on every pass.
+//
+//  1. Recompute the desired document (assignments + tags + catalog); publish
+//     it, retained, when its version is newer than the last one published
+//     by this controller (so at start-up every document is published again),
+//     or again when the device is online and has reported an older applied
+//     version for RepublishAge since the last publish.
+//  2. Judge the device's in-progress executions against its skills report.
+func (c *Controller) Reconcile(ctx context.Context, id string) error {
+	d, err := c.store.GetDevice(ctx, id)
+	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
+		c.forget(id)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", id, err)
+	}
+	doc, err := c.store.DesiredFor(ctx, id)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: desired: %w", id, err)
+	}
+	if err := c.publishIfNeeded(d, doc); err != nil {
+		return fmt.Errorf("reconcile %s: %w", id, err)
+	}
+	rep, _ := parseReport(d.Reported) // validated when stored
+	if err := c.judge(ctx, d, doc, rep); err != nil {
+		return fmt.Errorf("reconcile %s: %w", id, err)
+	}
+	return nil
+}
+
+func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) error {
+	now := c.cfg.Now()
+	c.pubMu.Lock()
+	last, ok := c.published[d.ID]
+	c.pubMu.Unlock()
+	behind := d.Online && d.AppliedVersion < doc.Version
+	switch {
+	case !ok || doc.Version > last.version:
+	case behind && now.Sub(last.at) >= c.cfg.RepublishAge:
+		c.log.Info("device behind its desired document; publishing again", "device", d.ID,
+			"applied", d.AppliedVersion, "desired", doc.Version)
+	default:
+		if behind {
+			c.queue.AddAfter(d.ID, c.cfg.RepublishAge-now.Sub(last.at))
+		}
+		return nil
+	}
+	if err := c.publishDesired(d.ID, doc); err != nil {
+		return err
+	}
+	c.pubMu.Lock()
+	c.published[d.ID] = publishedDoc{version: doc.Version, at: now}
+	c.pubMu.Unlock()
+	if behind {
+		c.queue.AddAfter(d.ID, c.cfg.RepublishAge)
+	}
+	return nil
+}
+
+// publishDesired publishes doc retained at QoS 1 on chorus/v1/<id>/desired,
+// encoded by gateway/desired exactly as the agent parses it.
+func (c *Controller) publishDesired(id string, doc fleet.Desired) error {
+	wire, err := toWire(doc)
+	if err != nil {
+		return fmt.Errorf("desired document: %w", err)
+	}
+	b, err := desired.Encode(wire)
+	if err != nil {
+		return fmt.Errorf("desired document: %w", err)
+	}
+	t, err := topic.Desired(id)
+	if err != nil {
+		return err
+	}
+	return c.cfg.Broker.Publish(broker.Message{Topic: t, Payload: b, QoS: 1, Retain: true, ContentType: "application/json"})
+}
+
+func toWire(d fleet.Desired) (desired.Doc, error) {
+	out := desired.Doc{Version: d.Version, Skills: make(map[string]desired.Skill, len(d.Skills))}
+	for id, s := range d.Skills {
+		ws := desired.Skill{Version: s.Version, SHA256: s.SHA256, Size: s.Size, URL: s.URL}
+		if len(s.Settings) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(s.Settings))
+			dec.UseNumber() // keep numbers digit for digit
+			if err := dec.Decode(&ws.Settings); err != nil {
+				return desired.Doc{}, fmt.Errorf("skill %s settings: %w", id, err)
+			}
+		}
+		out.Skills[id] = ws
+	}
+	return out, nil
+}
+
+// judge ends the device's in-progress executions its report settles:
+//
+//   - install succeeded: applied_version ≥ the desired version the execution
+//     started with and the skill is reported loaded at the rollout's version;
+//     failed: it is reported failed or invalid at that version (reason: its
+//     error), or the desired document no longer asks for that version;
+//   - uninstall succeeded: applied_version ≥ that desired version and the
+//     skill is absent (or no longer fleet-managed).
+//
+// A device that has not caught up yet is left alone; the engine times it out.
+func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desired, rep report) error {
+	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{DeviceID: d.ID, States: []fleet.ExecState{fleet.ExecInProgress}})
+	if err != nil {
+		return err
+	}
+	for _, e := range execs {
+		r, err := c.store.GetRollout(ctx, e.RolloutID)
+		if err != nil {
+			return err
+		}
+		if to, reason, done := verdict(r, doc, rep, c.startVersion(e, doc)); done {
+			c.finish(ctx, e, to, reason)
+		}
+	}
+	return nil
+}
+
+func verdict(r *fleet.Rollout, doc fleet.Desired, rep report, start int64) (fleet.ExecState, string, bool) {
+	s, present := rep.skill(r.SkillID)
+	applied := rep.AppliedVersion >= start
+	if r.Action == fleet.RolloutUninstall {
+		if _, still := doc.Skills[r.SkillID]; still {
+			return fleet.ExecFailed, "the desired state still installs " + r.SkillID, true
+		}
+		return fleet.ExecSucceeded, "", applied && (!present || !s.Managed)
+	}
+	if want, ok := doc.Skills[r.SkillID]; !ok || want.Version != r.Version {
+		return fleet.ExecFailed, fmt.Sprintf("the desired state no longer installs %s %s", r.SkillID, r.Version), true
+	}
+	if !present || s.Version != r.Version || !applied {
+		return "", "", false
+	}
+	switch s.State {
+	case stateLoaded:
+		return fleet.ExecSucceeded, "", true
+	case stateFailed, stateInvalid:
+		reason := s.Error
+		if reason == "" {
+			reason = "skill " + s.State
+		}
+		return fleet.ExecFailed, truncate(reason, 1024), true
+	}
+	return "", "", false
+}
+
+// startVersion is the desired version an execution started with in this
+// run, or the current one (after a restart the controller does not know
+// better, and the current document contains the change too).
+func (c *Controller) startVersion(e *fleet.Execution, doc fleet.Desired) int64 {
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
+	if v, ok := c.startVer[execKey{e.RolloutID, e.DeviceID}]; ok {
+		return v
+	}
+	return doc.Version
+}
+
+// forget drops what the controller remembers of a removed device.
+func (c *Controller) forget(id string) {
+	c.pubMu.Lock()
+	delete(c.published, id)
+	for k := range c.startVer {
+		if k.device == id {
+			delete(c.startVer, k)
+		}
+	}
+	c.pubMu.Unlock()
+	c.queue.Forget(id)
+}

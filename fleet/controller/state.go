@@ -1,0 +1,194 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// typeInstallFailed is the agent installer's failure event
+// ({"error", "detail", "skill_id"} on the device bus).
+const typeInstallFailed = "ovos.skills.install.failed"
+
+// subscribe follows the state topics of every device and the installer's
+// failure events. The handlers only enqueue.
+func (c *Controller) subscribe() error {
+	for _, k := range []topic.Kind{topic.KindAvailability, topic.KindBirth, topic.KindConnectivity, topic.KindSkills} {
+		isAvail := k == topic.KindAvailability
+		f := topic.Root + "/" + topic.AnyDevice + "/" + k.String() // chorus/v1/+/<state>
+		u, err := c.cfg.Broker.Subscribe(f, func(m broker.Message) { c.inbox.putState(m, isAvail) })
+		if err != nil {
+			return err
+		}
+		c.unsubs = append(c.unsubs, u)
+	}
+	f, err := topic.BusTypeFilter(topic.AnyDevice, typeInstallFailed)
+	if err != nil {
+		return err
+	}
+	u, err := c.cfg.Broker.Subscribe(f, c.inbox.putEvent)
+	if err != nil {
+		return err
+	}
+	c.unsubs = append(c.unsubs, u)
+	return nil
+}
+
+// runInbox is the one goroutine that applies broker messages to the store.
+func (c *Controller) runInbox() {
+	for range c.inbox.wake {
+		state, events, dropped := c.inbox.take()
+		if dropped > 0 {
+			c.log.Warn("inbox full: bus events dropped", "dropped", dropped)
+		}
+		for _, m := range state {
+			c.applyState(c.ctx, m)
+		}
+		for _, m := range events {
+			c.applyInstallFailed(c.ctx, m)
+		}
+	}
+}
+
+// applyState stores one state message and queues the device for reconcile.
+func (c *Controller) applyState(ctx context.Context, m broker.Message) {
+	t, err := topic.Parse(m.Topic)
+	if err != nil || len(m.Payload) == 0 { // an empty payload clears a retained topic
+		return
+	}
+	dev := t.Device
+	switch t.Kind {
+	case topic.KindAvailability:
+		err = c.applyAvailability(ctx, dev, m)
+	case topic.KindBirth:
+		err = c.applyBirth(ctx, dev, m.Payload)
+	case topic.KindConnectivity:
+		err = c.store.UpdateConnectivity(ctx, dev, m.Payload)
+	case topic.KindSkills:
+		err = c.applySkills(ctx, dev, m.Payload)
+	default:
+		return
+	}
+	switch {
+	case fleet.ErrorCode(err) == fleet.ENOTFOUND:
+		c.clearStale(dev, m)
+		return
+	case err != nil:
+		c.log.Warn("device state refused", "topic", m.Topic, "error", err)
+		return
+	}
+	c.queue.Add(dev)
+}
+
+func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker.Message) error {
+	p := fleet.Presence{Online: string(m.Payload) == "online", Session: sessionOf(m), At: c.cfg.Now()}
+	if !p.Online && string(m.Payload) != "offline" {
+		return fleet.Errorf(fleet.EINVALID, "availability %q: want online or offline", m.Payload)
+	}
+	applied, err := c.store.UpdatePresence(ctx, dev, p)
+	if err == nil && !applied {
+		c.log.Debug("stale availability ignored", "device", dev, "session", p.Session)
+	}
+	if err == nil && applied {
+		c.Kick() // a device that came online may start queued executions
+	}
+	return err
+}
+
+// birthPayload is the part of the birth topic the controller keeps.
+type birthPayload struct {
+	Session      uint64 `json:"session"`
+	AgentVersion string `json:"agent_version"`
+}
+
+func (c *Controller) applyBirth(ctx context.Context, dev string, payload []byte) error {
+	var b birthPayload
+	if err := json.Unmarshal(payload, &b); err != nil {
+		return fleet.Errorf(fleet.EINVALID, "birth: %v", err)
+	}
+	_, err := c.store.UpdateBirth(ctx, dev, fleet.Birth{Session: b.Session, AgentVersion: b.AgentVersion, At: c.cfg.Now()})
+	return err
+}
+
+func (c *Controller) applySkills(ctx context.Context, dev string, payload []byte) error {
+	r, err := parseReport(payload)
+	if err != nil {
+		return err
+	}
+	if err := c.store.UpdateReported(ctx, dev, payload, r.AppliedVersion); err != nil {
+		return err
+	}
+	c.Kick()
+	return nil
+}
+
+// clearStale clears a retained state topic of a device that is not in the
+// registry (removed, possibly while the controller was down, or whose Will
+// fired after its topics were cleared). Devices of LocalAccounts are left alone.
+func (c *Controller) clearStale(dev string, m broker.Message) {
+	if c.local[dev] || !m.Retain {
+		return
+	}
+	if err := c.cfg.Broker.Publish(broker.Message{Topic: m.Topic, QoS: 1, Retain: true}); err != nil {
+		c.log.Warn("clear retained topic", "topic", m.Topic, "error", err)
+	}
+}
+
+// installFailed is the data of the installer's failure event.
+type installFailed struct {
+	Data struct {
+		Error   string `json:"error"`
+		Detail  string `json:"detail"`
+		SkillID string `json:"skill_id"`
+	} `json:"data"`
+}
+
+// applyInstallFailed fails the device's in-progress install executions of
+// the skill the agent could not install (a tampered or truncated artifact
+// never reaches the skills topic, so this is how it ends before the timeout).
+func (c *Controller) applyInstallFailed(ctx context.Context, m broker.Message) {
+	t, err := topic.Parse(m.Topic)
+	if err != nil {
+		return
+	}
+	var ev installFailed
+	if json.Unmarshal(m.Payload, &ev) != nil || ev.Data.SkillID == "" {
+		return
+	}
+	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{DeviceID: t.Device, States: []fleet.ExecState{fleet.ExecInProgress}})
+	if err != nil {
+		return
+	}
+	for _, e := range execs {
+		r, err := c.store.GetRollout(ctx, e.RolloutID)
+		if err != nil || r.Action != fleet.RolloutInstall || r.SkillID != ev.Data.SkillID {
+			continue
+		}
+		reason := strings.TrimSpace(ev.Data.Error + ": " + ev.Data.Detail)
+		c.finish(ctx, e, fleet.ExecFailed, truncate(reason, 1024))
+	}
+}
+
+// finish ends an execution and tells the engine.
+func (c *Controller) finish(ctx context.Context, e *fleet.Execution, to fleet.ExecState, reason string) {
+	if _, err := c.store.TransitionExecution(ctx, e.RolloutID, e.DeviceID, to, reason); err != nil {
+		c.log.Debug("execution transition refused", "rollout", e.RolloutID, "device", e.DeviceID, "to", to, "error", err)
+		return
+	}
+	c.pubMu.Lock()
+	delete(c.startVer, execKey{e.RolloutID, e.DeviceID})
+	c.pubMu.Unlock()
+	c.log.Info("execution ended", "rollout", e.RolloutID, "device", e.DeviceID, "state", to, "reason", reason)
+	c.Kick()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+// fleetRoutes registers the /v1 API of docs/api.md.
+func (s *Server) fleetRoutes(mux *http.ServeMux) {
+	op := s.operator
+	mux.HandleFunc("GET /v1/devices", op(s.listDevices))
+	mux.HandleFunc("POST /v1/devices", op(s.addDevice))
+	mux.HandleFunc("GET /v1/devices/{id}", op(s.getDevice))
+	mux.HandleFunc("DELETE /v1/devices/{id}", op(s.removeDevice))
+	mux.HandleFunc("PUT /v1/devices/{id}/tags", op(s.setTags))
+	mux.HandleFunc("POST /v1/devices/{id}/rotate", op(s.rotateDevice))
+
+	mux.HandleFunc("GET /v1/integrations", op(s.listIntegrations))
+	mux.HandleFunc("POST /v1/integrations", op(s.addIntegration))
+	mux.HandleFunc("DELETE /v1/integrations/{name}", op(s.removeIntegration))
+	mux.HandleFunc("GET /v1/operators", op(s.listOperators))
+	mux.HandleFunc("POST /v1/operators", op(s.addOperator))
+	mux.HandleFunc("DELETE /v1/operators/{name}", op(s.removeOperator))
+
+	mux.HandleFunc("POST /v1/skills", op(s.publishSkill))
+	mux.HandleFunc("GET /v1/skills", op(s.listSkills))
+	mux.HandleFunc("GET /v1/skills/search", op(s.searchSkills))
+	mux.HandleFunc("GET /v1/skills/resolve", op(s.resolveSkill))
+	mux.HandleFunc("GET /v1/skills/{id}", op(s.getSkill))
+	mux.HandleFunc("PUT /v1/skills/{id}/config", op(s.configSkill))
+	mux.HandleFunc("GET /v1/artifacts/{sha256}", s.device(s.artifact))
+
+	mux.HandleFunc("POST /v1/rollouts", op(s.createRollout))
+	mux.HandleFunc("GET /v1/rollouts", op(s.listRollouts))
+	mux.HandleFunc("GET /v1/rollouts/{id}", op(s.getRollout))
+	mux.HandleFunc("POST /v1/rollouts/{id}/pause", op(s.pauseRollout))
+	mux.HandleFunc("POST /v1/rollouts/{id}/resume", op(s.resumeRollout))
+	mux.HandleFunc("POST /v1/rollouts/{id}/abort", op(s.abortRollout))
+
+	mux.HandleFunc("GET /v1/audit", op(s.listAudit))
+	mux.HandleFunc("/v1/", op(s.notFound))
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeCode(w, http.StatusNotFound, fleet.ENOTFOUND, "no such API endpoint: "+r.Method+" "+r.URL.Path)
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(w, s.cfg.Logger, r, err)
+}
+
+// decodeJSON reads a JSON body of at most maxJSONBody bytes into v. An
+// empty body leaves v as it is when optional; unknown fields are refused so
+// a misspelled field is an error, not a silent default.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	body := http.MaxBytesReader(w, r.Body, maxJSONBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF) && optional:
+		return nil
+	case errors.Is(err, io.EOF):
+		return fleet.Errorf(fleet.EINVALID, "request body: want a JSON object")
+	case errors.As(err, &tooBig):
+		return err
+	case err != nil:
+		return fleet.Errorf(fleet.EINVALID, "request body: %v", err)
+	}
+	if dec.More() {
+		return fleet.Errorf(fleet.EINVALID, "request body: more than one JSON value")
+	}
+	return nil
+}
+
+// intQuery reads an optional non-negative integer query parameter.
+func intQuery(r *http.Request, name string) (int, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		return 0, fleet.Errorf(fleet.EINVALID, "%s %q: want a non-negative integer", name, raw)
+	}
+	return n, nil
+}
+
+func rolloutID(r *http.Request) (int64, error) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fleet.Errorf(fleet.EINVALID, "rollout id %q: want a positive integer", raw)
+	}
+	return id, nil
+}
