@@ -1,22 +1,28 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/skillkit"
 	"github.com/chorus-edge/chorus/device/skillkit/examples"
+	"github.com/chorus-edge/chorus/gateway/artifact"
 )
 
-// newSkillCmd groups what runs inside a skill process.
+// newSkillCmd groups what runs inside a skill process and what makes one.
 func (a *app) newSkillCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "skill",
-		Short: "Run skill processes (started by chorus agent)",
+		Short: "Run skill processes (started by chorus agent) and pack skills for the fleet",
 	}
-	cmd.AddCommand(a.newSkillExampleCmd())
+	cmd.AddCommand(a.newSkillExampleCmd(), a.newSkillPackCmd())
 	return cmd
 }
 
@@ -41,4 +47,109 @@ func (a *app) newSkillExampleCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// newSkillPackCmd makes the archive `chorus fleet skill publish` sends.
+func (a *app) newSkillPackCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "pack DIR",
+		Short: "Pack a skill directory into a reproducible archive for `chorus fleet skill publish`",
+		Long: "Pack a skill directory into <id>-<version>.tar.gz (or -o FILE), id and version from its SKILL.md,\n" +
+			"and print the archive's sha256 and size. The same files give the same bytes, whatever their\n" +
+			"mtimes or owners. The archive is checked with the agent's discovery rules first: it must hold\n" +
+			"one valid skill, or nothing is written.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return a.packSkill(args[0], out)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "archive path (default: <id>-<version>.tar.gz)")
+	return cmd
+}
+
+func (a *app) packSkill(dir, out string) error {
+	var buf bytes.Buffer
+	info, err := artifact.Pack(dir, &buf)
+	if err != nil {
+		return err
+	}
+	s, err := inspectPack(dir, buf.Bytes())
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", dir, err)
+	}
+	if out == "" {
+		out = packFileName(s.ID) + "-" + packFileName(s.Version) + ".tar.gz"
+	}
+	if err := writePackFile(out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("pack %s: %w", dir, err)
+	}
+	fmt.Fprintf(a.stdout, "packed %s %s into %s\nsha256 %s\nsize   %d\n", s.ID, s.Version, out, info.SHA256, info.Size)
+	return nil
+}
+
+// inspectPack unpacks the archive into a temporary root and runs the
+// agent's discovery over it, as the gateway and the installer will: it must
+// hold exactly one valid skill. The directory keeps dir's name, which is
+// the skill's id when SKILL.md declares no name.
+func inspectPack(dir string, archive []byte) (discovery.Skill, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return discovery.Skill{}, err
+	}
+	root, err := os.MkdirTemp("", "chorus-pack-*")
+	if err != nil {
+		return discovery.Skill{}, err
+	}
+	defer os.RemoveAll(root)
+	if err := artifact.Unpack(bytes.NewReader(archive), filepath.Join(root, filepath.Base(abs)), artifact.DefaultLimits()); err != nil {
+		return discovery.Skill{}, err
+	}
+	cat, err := discovery.Discover(discovery.Config{Installed: root})
+	if err != nil {
+		return discovery.Skill{}, err
+	}
+	if p := cat.Problems(); len(p) > 0 {
+		return discovery.Skill{}, fmt.Errorf("not a valid skill: %s", p[0])
+	}
+	entries := cat.Entries()
+	switch {
+	case len(entries) != 1:
+		return discovery.Skill{}, errors.New("not a skill directory: no SKILL.md")
+	case !entries[0].Valid:
+		return discovery.Skill{}, fmt.Errorf("invalid skill %s: %s", entries[0].ID, entries[0].Invalid)
+	}
+	return entries[0], nil
+}
+
+// packFileName keeps a declared id or version from naming another directory.
+func packFileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// writePackFile writes b to path through a temporary file and a rename.
+func writePackFile(path string, b []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), mode)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
 }

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +80,78 @@ func TestSkillExampleRuns(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("skill example did not stop")
+	}
+}
+
+// TestSkillPack packs the same skill twice, from copies with other mtimes:
+// the same bytes, named after SKILL.md, with the sha256 and size printed.
+func TestSkillPack(t *testing.T) {
+	work := t.TempDir()
+	a, b := filepath.Join(work, "a"), filepath.Join(work, "b")
+	copyDir(t, "../../configs/skills/hello.chorus", a)
+	copyDir(t, "../../configs/skills/hello.chorus", b)
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	os.Chtimes(filepath.Join(b, "SKILL.md"), old, old)
+	os.Chtimes(filepath.Join(b, "run.sh"), old, old)
+
+	t.Chdir(work)
+	first := chorus(context.Background(), nil, "skill", "pack", a)
+	second := chorus(context.Background(), nil, "skill", "pack", b, "-o", "again.tgz")
+	if first.code != 0 || second.code != 0 {
+		t.Fatalf("exit codes %d, %d; stderr %s %s", first.code, second.code, first.stderr, second.stderr)
+	}
+	one, err := os.ReadFile("hello.chorus-1.0.0.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, _ := os.ReadFile("again.tgz")
+	if !bytes.Equal(one, two) {
+		t.Error("packing the same skill twice gave different archives")
+	}
+	sum := sha256.Sum256(one)
+	want := fmt.Sprintf("packed hello.chorus 1.0.0 into hello.chorus-1.0.0.tar.gz\nsha256 %x\nsize   %d\n", sum, len(one))
+	if first.stdout != want {
+		t.Errorf("stdout = %q, want %q", first.stdout, want)
+	}
+	if !strings.Contains(second.stdout, fmt.Sprintf("sha256 %x", sum)) {
+		t.Errorf("second stdout = %q, want the same sha256", second.stdout)
+	}
+}
+
+func TestSkillPackErrors(t *testing.T) {
+	t.Parallel()
+	write := func(dir string, files map[string]string) string {
+		for name, body := range files {
+			os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+			os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755)
+		}
+		return dir
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{name: "no SKILL.md", files: map[string]string{"README": "hi"}, want: "not a skill directory: no SKILL.md"},
+		{name: "no exec", files: map[string]string{"SKILL.md": "---\nname: x.chorus\n---\n"}, want: "invalid skill x.chorus: "},
+		{name: "bad id", files: map[string]string{"SKILL.md": "---\nname: bad/id\nexec: run.sh\n---\n", "run.sh": "#!/bin/sh\n"}, want: `invalid id "bad/id"`},
+		{name: "missing dir", want: "no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "skill")
+			if tt.files != nil {
+				write(dir, tt.files)
+			}
+			out := filepath.Join(t.TempDir(), "out.tgz")
+			r := chorus(context.Background(), nil, "skill", "pack", dir, "-o", out)
+			if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit code %d, stderr %q; want 1 and %q", r.code, r.stderr, tt.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("an archive was written for an invalid skill")
+			}
+		})
 	}
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-edge/chorus/broker/brokertest"
+)
+
+// runChorus runs one chorus command to completion and returns its output.
+func runChorus(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(chorusBin, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustChorus(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := runChorus(t, dir, args...)
+	if err != nil {
+		t.Fatalf("chorus %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// writeFleetSkill writes a skill that runs the bundled hello example under
+// another id, so it needs no build step.
+func writeFleetSkill(t *testing.T, dir, id, version string) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(fmt.Sprintf(
+		"---\nname: %s\ndescription: A fleet-managed greeting.\nversion: %s\nexec: run.sh\n---\nGreets.\n", id, version)), 0o644)
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\nexec \"$CHORUS_BIN\" skill example hello\n"), 0o755)
+}
+
+// The fleet scenario, driven as an operator would: a gateway, three
+// agents with their own data dirs, a published skill rolled out to a tag
+// with a canary, then uninstalled.
+func TestFleetE2E(t *testing.T) {
+	work := t.TempDir()
+	gw := filepath.Join(work, "gateway")
+	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	up := waitUp(t, g, gw)
+	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
+
+	devices := []string{"pi-1", "pi-2", "pi-3"}
+	for _, d := range devices {
+		creds := filepath.Join(work, d+".json")
+		mustChorus(t, work, fleetArgs("fleet", "device", "add", d, "--tag", "kitchen", "--credentials-out", creds)...)
+		startChorus(t, work, "agent", "--credentials", creds, "--data-dir", filepath.Join(work, "agent-"+d),
+			"--skills", t.TempDir(), "--ws-listen", "off")
+	}
+
+	obs := brokertest.MustConnect(t, mqttAddr(t, up.MQTTURL), up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "obs"})
+	obs.Sub(t, "chorus/v1/+/skills")
+	skills := filepath.Join(work, "fleet.hello")
+	writeFleetSkill(t, skills, "fleet.hello", "1.0.0")
+	mustChorus(t, work, fleetArgs("fleet", "skill", "publish", skills)...)
+
+	// A typo is refused with a suggestion and installs nothing.
+	out, err := runChorus(t, work, fleetArgs("fleet", "install", "fleet.helo", "--tag", "kitchen")...)
+	if err == nil || !strings.Contains(out, "fleet.hello") {
+		t.Fatalf("install with a typo: %v\n%s", err, out)
+	}
+
+	mustChorus(t, work, fleetArgs("fleet", "install", "fleet.hello", "--tag", "kitchen", "--canary", "1",
+		"--timeout", "60s", "--wait")...)
+	waitAllSkills(t, obs, devices, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
+
+	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
+	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.hello"]; return !ok })
+
+	list := mustChorus(t, work, fleetArgs("fleet", "device", "list")...)
+	for _, d := range devices {
+		if !strings.Contains(list, d) {
+			t.Fatalf("device list lacks %s:\n%s", d, list)
+		}
+	}
+	if audit := mustChorus(t, work, fleetArgs("fleet", "audit")...); !strings.Contains(audit, "fleet.hello") {
+		t.Fatalf("audit lacks the rollout:\n%s", audit)
+	}
+}
+
+// waitAllSkills waits until every device's retained skills payload satisfies cond.
+func waitAllSkills(t *testing.T, c *brokertest.Client, devices []string, cond func(map[string]string) bool) {
+	t.Helper()
+	done := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(done) < len(devices) {
+		m, ok := c.Next(time.Until(deadline))
+		if !ok {
+			t.Fatalf("devices done: %v of %v", done, devices)
+		}
+		dev := strings.TrimSuffix(strings.TrimPrefix(m.Topic, "chorus/v1/"), "/skills")
+		var s skillsTopic
+		if len(m.Payload) > 0 && json.Unmarshal(m.Payload, &s) == nil {
+			states := map[string]string{}
+			for _, sk := range s.Skills {
+				states[sk.ID] = sk.State
+			}
+			if cond(states) {
+				done[dev] = true
+			} else {
+				delete(done, dev)
+			}
+		}
+	}
+}
