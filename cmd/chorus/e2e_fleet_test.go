@@ -114,3 +114,42 @@ func waitAllSkills(t *testing.T, c *brokertest.Client, devices []string, cond fu
 		}
 	}
 }
+
+// A backup taken while the gateway runs, restored into an empty data dir,
+// brings back the registry, the catalog and the assignments: an agent with
+// its old credentials and an empty disk converges on the restored gateway.
+func TestBackupRestoreE2E(t *testing.T) {
+	work := t.TempDir()
+	gwA := filepath.Join(work, "gateway-a")
+	g := startChorus(t, work, "gateway", "--data-dir", gwA, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	up := waitUp(t, g, gwA)
+	creds := filepath.Join(work, "pi-1.json")
+	mustChorus(t, work, "fleet", "device", "add", "pi-1", "--tag", "kitchen", "--credentials-out", creds, "--data-dir", gwA)
+	agent := startChorus(t, work, "agent", "--credentials", creds, "--data-dir", filepath.Join(work, "agent-1"), "--skills", t.TempDir(), "--ws-listen", "off")
+	skill := filepath.Join(work, "fleet.hello")
+	writeFleetSkill(t, skill, "fleet.hello", "1.0.0")
+	mustChorus(t, work, "fleet", "skill", "publish", skill, "--data-dir", gwA)
+	mustChorus(t, work, "fleet", "install", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--data-dir", gwA)
+
+	archive := filepath.Join(work, "backup.tar.gz")
+	mustChorus(t, work, "gateway", "backup", archive, "--data-dir", gwA)
+	if err := agent.stop(t, 15*time.Second); err != nil {
+		t.Fatalf("agent exit: %v", err)
+	}
+	if err := g.stop(t, 10*time.Second); err != nil {
+		t.Fatalf("gateway exit: %v", err)
+	}
+
+	gwB := filepath.Join(work, "gateway-b")
+	mustChorus(t, work, "gateway", "restore", archive, "--data-dir", gwB)
+	g2 := startChorus(t, work, "gateway", "--data-dir", gwB, "--mqtt-listen", mqttAddr(t, up.MQTTURL),
+		"--http-listen", strings.TrimPrefix(up.HTTPURL, "http://"))
+	up2 := waitUp(t, g2, gwB)
+	obs := brokertest.MustConnect(t, mqttAddr(t, up2.MQTTURL), up2.Observer.Username, up2.Observer.Password, brokertest.ConnectOptions{ClientID: "obs"})
+	obs.Sub(t, "chorus/v1/+/skills")
+	startChorus(t, work, "agent", "--credentials", creds, "--data-dir", filepath.Join(work, "agent-1-new"), "--skills", t.TempDir(), "--ws-listen", "off")
+	waitAllSkills(t, obs, []string{"pi-1"}, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
+	if out := mustChorus(t, work, "fleet", "skill", "list", "--data-dir", gwB); !strings.Contains(out, "fleet.hello") {
+		t.Fatalf("restored catalog:\n%s", out)
+	}
+}

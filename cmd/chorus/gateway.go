@@ -85,6 +85,7 @@ func (a *app) newGatewayCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd, broker.DefaultMQTTListen, "0.0.0.0:8080")
+	cmd.AddCommand(a.newBackupCmd(), a.newRestoreCmd())
 	return cmd
 }
 
