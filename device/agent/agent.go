@@ -138,7 +138,10 @@ func (a *Agent) start(ctx context.Context) error {
 		return err
 	}
 	a.reporter.birthChanged()
-	return a.manager.Start(ctx)
+	if err := a.manager.Start(ctx); err != nil {
+		return err
+	}
+	return a.startMonitor(ctx)
 }
 
 // connect dials the broker. Each connection attempt takes a fresh birth
@@ -208,7 +211,7 @@ func (a *Agent) startManager() error {
 }
 
 // startServices starts the parts that feed the manager events: the
-// websocket drop-in, the settings watcher and the connectivity monitors.
+// websocket drop-in and the settings watcher.
 func (a *Agent) startServices(ctx context.Context) error {
 	var err error
 	if a.cfg.WSListen != "" {
@@ -229,6 +232,14 @@ func (a *Agent) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return nil
+}
+
+// startMonitor starts the connectivity monitors once the manager listens:
+// their first observation is an event the manager must see (an event
+// published before it subscribed would be lost, not replayed).
+func (a *Agent) startMonitor(ctx context.Context) error {
+	var err error
 	a.monitor, err = connectivity.New(connectivity.Config{
 		Emit: a.emit, Interfaces: a.cfg.Interfaces, CheckURLs: a.cfg.Connectivity.CheckURLs,
 		Interval: a.cfg.Connectivity.CheckInterval.Duration(), Logger: a.log.With("component", "connectivity"),

@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/connectivity"
 )
 
 const wait = 15 * time.Second
@@ -168,3 +169,29 @@ func TestWillOnKill9(t *testing.T) {
 }
 
 var zeroTime time.Time
+
+// The network monitor's first observation reaches the manager: the retained
+// connectivity topic reports the network up (the interface lister is faked;
+// no network is touched).
+func TestNetworkMonitorReachesConnectivity(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Interfaces = func() ([]connectivity.Interface, error) {
+		return []connectivity.Interface{{Name: "eth0", Up: true, Addrs: []string{"192.0.2.10/24"}}}, nil
+	}
+	a, err := Start(context.Background(), f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	deadline := time.Now().Add(wait)
+	for {
+		var c struct{ Network, Internet bool }
+		m := f.obs.Expect(t, "chorus/v1/pi-1/connectivity", time.Until(deadline))
+		if err := json.Unmarshal(m.Payload, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Network && !c.Internet {
+			return
+		}
+	}
+}
