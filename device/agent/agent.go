@@ -74,6 +74,8 @@ type Agent struct {
 	ws       *wsbus.Server
 	reporter *reporter
 	desired  *desiredRunner
+	installs *installRequests // OVOS-INSTALL-1 requests (SKILL_MANAGER §10)
+	applied  appliedWaiter
 }
 
 func (c *Config) setDefaults() error {
@@ -135,6 +137,9 @@ func (a *Agent) start(ctx context.Context) error {
 		return err
 	}
 	if err := a.startInstaller(ctx); err != nil {
+		return err
+	}
+	if err := a.startInstallRequests(); err != nil {
 		return err
 	}
 	a.reporter.birthChanged()
@@ -287,6 +292,9 @@ func (a *Agent) installedRoot() string { return filepath.Join(a.cfg.DataDir, ins
 
 // abort stops everything started so far, in reverse order.
 func (a *Agent) abort() {
+	if a.installs != nil {
+		a.installs.stop()
+	}
 	if a.desired != nil {
 		a.desired.stop()
 	}

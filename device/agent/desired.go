@@ -37,7 +37,7 @@ func (a *Agent) startInstaller(ctx context.Context) error {
 	inst, err := installer.New(installer.Config{
 		Device: a.cfg.Device, ServerURL: a.cfg.ServerURL, Username: a.cfg.Username, Password: a.cfg.Password,
 		InstalledRoot: a.installedRoot(), SettingsRoot: a.cfg.Skills.SettingsRoot, Bus: a.bus,
-		OnApplied: a.reporter.applied, Logger: a.log.With("component", "installer"),
+		OnApplied: a.recordApplied, Logger: a.log.With("component", "installer"),
 	})
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func (a *Agent) startInstaller(ctx context.Context) error {
 		a.log.Warn("clean staging", "error", err)
 	}
 	if v, ok := inst.Applied(); ok {
-		a.reporter.applied(v, inst.Managed())
+		a.recordApplied(v, inst.Managed())
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r := &desiredRunner{a: a, inst: inst, wake: make(chan struct{}, 1), cancel: cancel}
@@ -102,6 +102,7 @@ func (r *desiredRunner) run(ctx context.Context) {
 				return
 			}
 			r.a.log.Warn("apply desired document; will retry", "version", doc.Version, "retry_in", delay, "error", err)
+			r.a.applied.failed(doc.Version, err)
 			retry = time.After(delay)
 			delay = min(2*delay, retryMax)
 			continue

@@ -75,6 +75,9 @@ func (m *Manager) unloadGone(ctx context.Context) {
 			_ = m.stopAndDetach(ctx, v.skill.ID, v.proc) // logged
 		}
 	}
+	m.mu.Lock()
+	m.catalog = cat // the report lists what is on disk now, not until the next scan
+	m.mu.Unlock()
 	m.changed()
 }
 

@@ -35,6 +35,7 @@ type Fleet interface {
 	Search(ctx context.Context, query string, limit int) ([]*fleet.SkillVersion, []float64, error)
 	Resolve(ctx context.Context, query string) (*fleet.SkillVersion, error)
 	SetSkillConfig(ctx context.Context, actor, skill string, t fleet.Target, settings json.RawMessage) (*fleet.Assignment, error)
+	RequestSkills(ctx context.Context, device string, action fleet.AssignmentAction, packages []string) (fleet.Desired, error)
 	OpenArtifact(ctx context.Context, sha256 string) (*os.File, error)
 
 	CreateRollout(ctx context.Context, actor string, r *fleet.Rollout) (*fleet.Rollout, error)

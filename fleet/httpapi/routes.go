@@ -34,6 +34,7 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/skills/{id}", op(s.getSkill))
 	mux.HandleFunc("PUT /v1/skills/{id}/config", op(s.configSkill))
 	mux.HandleFunc("GET /v1/artifacts/{sha256}", s.device(s.artifact))
+	mux.HandleFunc("POST /v1/device/skills", s.device(s.deviceSkills))
 
 	mux.HandleFunc("POST /v1/rollouts", op(s.createRollout))
 	mux.HandleFunc("GET /v1/rollouts", op(s.listRollouts))
