@@ -38,7 +38,8 @@ func Start(cfg Config, table *Table) (*Broker, error) {
 	if table == nil {
 		table, _ = NewTable()
 	}
-	b := &Broker{cfg: cfg, policy: newPolicy(table, cfg.MaxMessageExpiry, cfg.Logger)}
+	b := &Broker{cfg: cfg}
+	b.policy = newPolicy(table, &b.cfg)
 	b.srv = mqtt.New(&mqtt.Options{
 		InlineClient:           true,
 		Capabilities:           b.capabilities(),
@@ -140,6 +141,7 @@ func (b *Broker) Stats() Stats {
 		ClientsConnected: i.ClientsConnected, MessagesReceived: i.MessagesReceived,
 		MessagesSent: i.MessagesSent, MessagesDropped: i.MessagesDropped,
 		BytesReceived: i.BytesReceived, BytesSent: i.BytesSent, Retained: i.Retained,
+		PublishesThrottled: b.policy.limits.throttled.Load(), PayloadsRefused: b.policy.payloadRefused.Load(),
 	}
 }
 
@@ -147,6 +149,9 @@ func (b *Broker) Stats() Stats {
 type Stats struct {
 	ClientsConnected, MessagesReceived, MessagesSent, MessagesDropped int64
 	BytesReceived, BytesSent, Retained                                int64
+
+	PublishesThrottled int64 // refused by a client's publish rate limit
+	PayloadsRefused    int64 // refused by a payload size or JSON depth limit
 }
 
 // Close disconnects every client, stops the listeners, flushes the store and

@@ -5,3 +5,6 @@ func (b *Broker) HasRetained(topic string) bool {
 	_, ok := b.srv.Topics.Retained.Get(topic)
 	return ok
 }
+
+// RateLimitedClients counts the clients holding a publish rate bucket (tests only).
+func (b *Broker) RateLimitedClients() int { return b.policy.limits.len() }

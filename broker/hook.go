@@ -8,6 +8,7 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/mochi-mqtt/server/v2/system"
 )
 
 // policy is the auth and ACL hook. It decides from the current *Table alone:
@@ -17,8 +18,12 @@ import (
 type policy struct {
 	mqtt.HookBase
 	table     atomic.Pointer[Table]
+	cfg       *Config
 	maxExpiry uint32
 	log       *slog.Logger
+
+	limits         limiter      // per-client publish rate (ratelimit.go)
+	payloadRefused atomic.Int64 // publishes refused by a payload limit (limits.go)
 
 	// mu guards sessions: the credentials each connected client proved, kept
 	// so a replaced table can re-check them and disconnect those that vanished.
@@ -26,8 +31,9 @@ type policy struct {
 	sessions map[*mqtt.Client][]byte
 }
 
-func newPolicy(t *Table, maxExpiry int64, log *slog.Logger) *policy {
-	p := &policy{maxExpiry: uint32(maxExpiry), log: log, sessions: make(map[*mqtt.Client][]byte)}
+func newPolicy(t *Table, cfg *Config) *policy {
+	p := &policy{cfg: cfg, maxExpiry: uint32(cfg.MaxMessageExpiry), log: cfg.Logger, sessions: make(map[*mqtt.Client][]byte)}
+	p.limits.cfg = cfg
 	p.table.Store(t)
 	return p
 }
@@ -36,12 +42,13 @@ func (p *policy) ID() string { return "chorus-policy" }
 
 func (p *policy) Provides(b byte) bool {
 	return bytes.Contains([]byte{
-		mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnDisconnect,
+		mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnDisconnect, mqtt.OnSysInfoTick,
 	}, []byte{b})
 }
 
 // OnConnectAuthenticate accepts a client whose credentials the table proves and
-// whose Will, if any, it would be allowed to publish.
+// whose Will, if any, it would be allowed to publish, and gives it a publish
+// rate bucket for its role.
 func (p *policy) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
 	a, err := p.table.Load().Authenticate(string(pk.Connect.Username), pk.Connect.Password)
 	if err != nil {
@@ -52,6 +59,15 @@ func (p *policy) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool 
 		p.log.Info("mqtt connect refused: will topic not allowed", "client", cl.ID, "username", a.Username, "topic", pk.Connect.WillTopic)
 		return false
 	}
+	// mochi publishes a Will without calling OnPublish, so its payload
+	// meets the topic's limits here or never.
+	if pk.Connect.WillFlag {
+		if why := p.cfg.payloadAllowed(a.Role, pk.Connect.WillTopic, pk.Connect.WillPayload); why != "" {
+			p.log.Info("mqtt connect refused: will "+why, "client", cl.ID, "username", a.Username, "topic", pk.Connect.WillTopic)
+			return false
+		}
+	}
+	p.limits.add(cl, a.Role)
 	p.mu.Lock()
 	p.sessions[cl] = bytes.Clone(pk.Connect.Password)
 	p.mu.Unlock()
@@ -74,9 +90,12 @@ func (p *policy) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 	return coveredBy(a.Subscribe, topic)
 }
 
-// OnPublish refuses retained publishes outside the account's retain filters
-// and caps the expiry of non-retained messages. Retained state never gets an
-// expiry from the broker: device state must outlive any disconnect.
+// OnPublish refuses publishes over the client's rate, payloads over their
+// topic's limits, forged skill ids and retained publishes outside the
+// account's retain filters, and caps the expiry of non-retained messages.
+// Retained state never gets an expiry from the broker: device state must
+// outlive any disconnect. The checks run cheapest first, so a flooder is
+// stopped by its bucket before any payload is read.
 func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
 	if cl.Net.Inline {
 		return pk, nil
@@ -84,6 +103,17 @@ func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	a, ok := p.table.Load().Lookup(string(cl.Properties.Username))
 	if !ok {
 		return pk, refusal(cl, pk)
+	}
+	if ok, first := p.limits.allow(cl); !ok {
+		if first {
+			p.log.Info("publish rate limit reached; further refusals are only counted", "client", cl.ID, "username", a.Username)
+		}
+		return pk, refusalCode(cl, pk, packets.ErrQuotaExceeded)
+	}
+	if why := p.cfg.payloadAllowed(a.Role, pk.TopicName, pk.Payload); why != "" {
+		p.payloadRefused.Add(1)
+		p.log.Info("publish refused: "+why, "client", cl.ID, "topic", pk.TopicName, "bytes", len(pk.Payload))
+		return pk, refusalCode(cl, pk, packets.ErrPayloadFormatInvalid)
 	}
 	if forgedSkillID(a, pk.TopicName, pk.Payload) {
 		p.log.Info("bus message with a forged context.skill_id refused", "client", cl.ID, "topic", pk.TopicName)
@@ -107,15 +137,41 @@ func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 // MQTT 5 QoS>0 publisher gets PUBACK "not authorized" (0x87); anything else is
 // dropped, because mochi delivers a packet whose hook returned any other error.
 func refusal(cl *mqtt.Client, pk packets.Packet) error {
+	return refusalCode(cl, pk, packets.ErrNotAuthorized)
+}
+
+// refusalCode is refusal with another PUBACK reason. Only the codes MQTT 5
+// allows in a PUBACK are used [MQTT-3.4.2.1]: 0x97 "quota exceeded" for the
+// rate limit (0x96 "message rate too high" exists only for DISCONNECT, and
+// a strict client treats it in a PUBACK as a protocol error), 0x99 "payload
+// format invalid" for the payload limits.
+func refusalCode(cl *mqtt.Client, pk packets.Packet, code packets.Code) error {
 	if cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 {
-		return packets.ErrNotAuthorized
+		return code
 	}
 	return packets.ErrRejectPacket
 }
 
 func (p *policy) OnDisconnect(cl *mqtt.Client, _ error, _ bool) {
+	if n := p.limits.remove(cl); n > 0 {
+		p.log.Info("client was rate limited", "client", cl.ID, "username", string(cl.Properties.Username), "refused", n)
+	}
 	p.mu.Lock()
 	delete(p.sessions, cl)
+	p.mu.Unlock()
+}
+
+// OnSysInfoTick runs on mochi's event loop every SysTopicResendInterval and
+// drops the state of clients that closed without an OnDisconnect (mochi skips
+// it when a client fails between authentication and the end of its CONNACK).
+func (p *policy) OnSysInfoTick(*system.Info) {
+	p.limits.sweep()
+	p.mu.Lock()
+	for cl := range p.sessions {
+		if cl.Closed() {
+			delete(p.sessions, cl)
+		}
+	}
 	p.mu.Unlock()
 }
 

@@ -77,6 +77,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newBusCmd(),
 		a.newSkillCmd(),
 		a.newFleetCmd(),
+		a.newCertCmd(),
 	)
 	return root
 }

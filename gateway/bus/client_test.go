@@ -147,7 +147,11 @@ func TestMalformedDropped(t *testing.T) {
 				if f.OK() {
 					continue
 				}
-				if rc := raw.Pub(t, name, f.Raw, false); rc >= 0x80 {
+				rc := raw.Pub(t, name, f.Raw, false)
+				if rc == 0x99 {
+					continue // the broker itself refuses JSON nested too deep (payload format invalid)
+				}
+				if rc >= 0x80 {
 					t.Fatalf("fixture %s: puback 0x%02x", f.Name, rc)
 				}
 				want += 2 // seen by both handlers

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Validity of what `chorus cert` makes. Two years keeps a server certificate
+// under the 825 days Apple clients accept for any TLS server certificate.
+const (
+	caValidity     = 10 * 365 * 24 * time.Hour
+	serverValidity = 2 * 365 * 24 * time.Hour
+	clockSkew      = 5 * time.Minute // NotBefore is backdated for clients whose clock runs late
+)
+
+// File names in the --out directories.
+const (
+	caCertFile     = "ca.pem"
+	caKeyFile      = "ca-key.pem"
+	serverCertFile = "server.pem"
+	serverKeyFile  = "server-key.pem"
+)
+
+func (a *app) newCertCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cert",
+		Short: "Make a private CA and server certificates for broker.tls and http.tls",
+		Long: `Make a self-signed certificate authority for a home fleet and server
+certificates signed by it (ECDSA P-256). Point broker.tls and http.tls at
+server.pem and server-key.pem, and give ca.pem to the agents and clients.
+Private keys are written with mode 0600; existing files are kept unless --force.`,
+	}
+	cmd.AddCommand(a.newCertCACmd(), a.newCertServerCmd())
+	return cmd
+}
+
+func (a *app) newCertCACmd() *cobra.Command {
+	var out, name string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "ca --out DIR",
+		Short: "Make a self-signed CA (10 years): ca.pem and ca-key.pem",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			certPEM, keyPEM, err := makeCA(name, time.Now())
+			if err != nil {
+				return err
+			}
+			if err := writePair(out, caCertFile, caKeyFile, certPEM, keyPEM, force); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "wrote %s and %s\n", filepath.Join(out, caCertFile), filepath.Join(out, caKeyFile))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory for ca.pem and ca-key.pem (created 0700)")
+	cmd.Flags().StringVar(&name, "name", "Chorus fleet CA", "common name of the CA")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing files")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func (a *app) newCertServerCmd() *cobra.Command {
+	var caDir, out string
+	var hosts []string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "server --ca DIR --host H[,H...] --out DIR",
+		Short: "Make a server certificate (2 years) signed by the CA: server.pem and server-key.pem",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ca, err := tls.LoadX509KeyPair(filepath.Join(caDir, caCertFile), filepath.Join(caDir, caKeyFile))
+			if err != nil {
+				return fmt.Errorf("load CA from %s: %w", caDir, err)
+			}
+			certPEM, keyPEM, err := makeServerCert(ca, hosts, time.Now())
+			if err != nil {
+				return err
+			}
+			if err := writePair(out, serverCertFile, serverKeyFile, certPEM, keyPEM, force); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "wrote %s and %s for %s\n", filepath.Join(out, serverCertFile),
+				filepath.Join(out, serverKeyFile), strings.Join(hosts, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&caDir, "ca", "", "directory holding ca.pem and ca-key.pem")
+	cmd.Flags().StringSliceVar(&hosts, "host", nil, "DNS names and IP addresses the server answers on (comma-separated or repeated)")
+	cmd.Flags().StringVar(&out, "out", "", "directory for server.pem and server-key.pem (created 0700)")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing files")
+	for _, f := range []string{"ca", "host", "out"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
+}
+
+// makeCA returns a self-signed CA certificate and its key, PEM-encoded. It
+// may sign only leaf certificates (path length 0).
+func makeCA(name string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate CA key: %w", err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: name, Organization: []string{"Chorus"}},
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+		SubjectKeyId:          keyID(&key.PublicKey),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create CA certificate: %w", err)
+	}
+	return encodePair(der, key)
+}
+
+// makeServerCert returns a TLS server certificate for hosts (DNS names or IP
+// addresses) signed by ca, and its key, PEM-encoded.
+func makeServerCert(ca tls.Certificate, hosts []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse CA certificate: %w", err)
+	}
+	if !caCert.IsCA {
+		return nil, nil, errors.New("the --ca certificate is not a CA")
+	}
+	ips, names, err := splitHosts(hosts)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate server key: %w", err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	notAfter := now.Add(serverValidity)
+	if caCert.NotAfter.Before(notAfter) {
+		notAfter = caCert.NotAfter // a certificate outliving its CA would fail early anyway
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: strings.TrimSpace(hosts[0]), Organization: []string{"Chorus"}},
+		NotBefore:    now.Add(-clockSkew),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     names,
+		IPAddresses:  ips,
+		SubjectKeyId: keyID(&key.PublicKey),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, ca.PrivateKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sign server certificate: %w", err)
+	}
+	return encodePair(der, key)
+}
+
+// splitHosts sorts --host values into IP addresses and DNS names, refusing
+// what is neither.
+func splitHosts(hosts []string) (ips []net.IP, names []string, err error) {
+	if len(hosts) == 0 {
+		return nil, nil, errors.New("--host: at least one DNS name or IP address")
+	}
+	for _, h := range hosts {
+		h = strings.TrimSpace(h)
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+			continue
+		}
+		if !validDNSName(h) {
+			return nil, nil, fmt.Errorf("--host %q: not an IP address or DNS name", h)
+		}
+		names = append(names, strings.ToLower(h))
+	}
+	return ips, names, nil
+}
+
+// validDNSName accepts letters, digits, '-' and dots, labels of 1-63
+// characters, and a leading "*." wildcard.
+func validDNSName(h string) bool {
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func newSerial() (*big.Int, error) {
+	s, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, fmt.Errorf("generate serial number: %w", err)
+	}
+	return s, nil
+}
+
+// keyID is the subject key identifier: a hash of the public key (RFC 7093 §2 method 1 style).
+func keyID(pub *ecdsa.PublicKey) []byte {
+	b, _ := x509.MarshalPKIXPublicKey(pub)
+	sum := sha256.Sum256(b)
+	return sum[:20]
+}
+
+func encodePair(der []byte, key *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
+	k, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}), nil
+}
+
+// writePair writes a certificate (0644) and its key (0600) into dir. Without
+// force it refuses to replace either file, so a CA key is never lost by a
+// second run.
+func writePair(dir, certName, keyName string, certPEM, keyPEM []byte, force bool) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	certPath, keyPath := filepath.Join(dir, certName), filepath.Join(dir, keyName)
+	if !force {
+		for _, p := range []string{certPath, keyPath} {
+			if _, err := os.Lstat(p); err == nil {
+				return fmt.Errorf("%s exists (use --force to replace it)", p)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("check %s: %w", p, err)
+			}
+		}
+	}
+	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(certPath, certPEM, 0o644)
+}
+
+// writeFileAtomic writes data to a temporary file in the same directory with
+// mode perm from the start (a key is never readable by others, not even
+// briefly) and renames it over path.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name()) // no-op once renamed
+	if err := f.Chmod(perm); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
