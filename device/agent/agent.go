@@ -139,6 +139,9 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := a.startInstaller(ctx); err != nil {
 		return err
 	}
+	if err := a.startSkillSwitches(ctx); err != nil {
+		return err
+	}
 	if err := a.startInstallRequests(); err != nil {
 		return err
 	}

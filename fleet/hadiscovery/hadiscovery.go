@@ -1,0 +1,183 @@
+// Package hadiscovery builds the Home Assistant MQTT device-based discovery
+// config of one Chorus satellite (ARCHITECTURE.md §3, fleet-anchors §3): one
+// retained message on <prefix>/device/chorus_<device>/config that describes
+// the whole device and its entities. It is a pure function of its Input; the
+// fleet controller decides when to publish.
+//
+// Home Assistant validates the payload strictly (homeassistant/components/
+// mqtt/schemas.py DEVICE_DISCOVERY_SCHEMA): unknown top-level keys and
+// unknown keys inside the device ("dev") or origin ("o") block reject the
+// whole message, the device block needs an identifier, the origin a name,
+// every component its platform ("p"). So the payload uses only schema keys:
+// the structural abbreviations dev, o, cmps and p that Home Assistant
+// documents for device discovery, and full key names everywhere else.
+package hadiscovery
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// Fixed values of the device and origin blocks.
+const (
+	DefaultGateway = "chorus_gateway" // the gateway's device identifier (via_device)
+	Model          = "Chorus satellite"
+	OriginName     = "chorus"
+	OriginURL      = "https://github.com/chorus-edge/chorus"
+)
+
+// Payloads of the topics the entities read and write (ARCHITECTURE.md §3).
+const (
+	PayloadOnline  = "online"
+	PayloadOffline = "offline"
+	PayloadOn      = "ON"
+	PayloadOff     = "OFF"
+	PayloadInstall = "install"
+)
+
+// The Home Assistant platforms Build uses.
+const (
+	PlatformBinarySensor = "binary_sensor"
+	PlatformSensor       = "sensor"
+	PlatformSwitch       = "switch"
+	PlatformUpdate       = "update"
+)
+
+// Skill is one skill of the device's skills report.
+type Skill struct {
+	ID      string
+	Title   string // "" shows the id
+	Managed bool   // fleet-managed: gets an update entity
+}
+
+// Input is what one device's config is built from.
+type Input struct {
+	Prefix        string // discovery prefix; "" = topic.DefaultHAPrefix
+	Device        string // device id
+	Name          string // device name in Home Assistant; "" = the id
+	AgentVersion  string // dev.sw_version; "" leaves it out
+	ChorusVersion string // o.sw_version; "" leaves it out
+	Gateway       string // via_device; "" = DefaultGateway
+	Skills        []Skill
+
+	// Withdrawn are components (key → platform, as Components returns them)
+	// of an earlier config that are gone: Home Assistant removes a component
+	// of a device config only when it is sent with nothing but its platform,
+	// so Build emits {"p": platform} for each key not in the live set.
+	Withdrawn map[string]string
+}
+
+// device is the "dev" block: only keys of MQTT_ENTITY_DEVICE_INFO_SCHEMA.
+type device struct {
+	Identifiers []string `json:"identifiers"`
+	Name        string   `json:"name"`
+	Model       string   `json:"model"`
+	SWVersion   string   `json:"sw_version,omitempty"`
+	ViaDevice   string   `json:"via_device"`
+}
+
+// origin is the "o" block: only keys of MQTT_ORIGIN_INFO_SCHEMA.
+type origin struct {
+	Name       string `json:"name"`
+	SWVersion  string `json:"sw_version,omitempty"`
+	SupportURL string `json:"support_url"`
+}
+
+// config is the whole message: only keys of DEVICE_DISCOVERY_SCHEMA. The
+// availability options are shared: every component inherits them.
+type config struct {
+	Device              device                    `json:"dev"`
+	Origin              origin                    `json:"o"`
+	AvailabilityTopic   string                    `json:"availability_topic"`
+	PayloadAvailable    string                    `json:"payload_available"`
+	PayloadNotAvailable string                    `json:"payload_not_available"`
+	Components          map[string]map[string]any `json:"cmps"`
+}
+
+// Build returns the discovery topic and the retained config payload of
+// in.Device. Ids are validated as everywhere (a skill id that cannot be a
+// topic level is an error, as is a skill listed twice). The payload is
+// deterministic: the same Input gives the same bytes.
+func Build(in Input) (string, []byte, error) {
+	t, err := topic.HADiscovery(prefixOr(in.Prefix), in.Device)
+	if err != nil {
+		return "", nil, fmt.Errorf("discovery config: %w", err)
+	}
+	cmps, err := components(in)
+	if err != nil {
+		return "", nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
+	}
+	for key, p := range in.Withdrawn {
+		if _, live := cmps[key]; live {
+			continue
+		}
+		if !validKey(key) || !knownPlatform(p) {
+			return "", nil, fmt.Errorf("discovery config for %s: withdrawn component %q (%q) is not one Build makes", in.Device, key, p)
+		}
+		cmps[key] = map[string]any{"p": p}
+	}
+	avail, _ := topic.Availability(in.Device) // valid: HADiscovery checked the id
+	c := config{
+		Device: device{
+			Identifiers: []string{DeviceIdentifier(in.Device)},
+			Name:        or(in.Name, in.Device),
+			Model:       Model,
+			SWVersion:   in.AgentVersion,
+			ViaDevice:   or(in.Gateway, DefaultGateway),
+		},
+		Origin:              origin{Name: OriginName, SWVersion: in.ChorusVersion, SupportURL: OriginURL},
+		AvailabilityTopic:   avail,
+		PayloadAvailable:    PayloadOnline,
+		PayloadNotAvailable: PayloadOffline,
+		Components:          cmps,
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // keep the templates' '>' readable
+	if err := enc.Encode(c); err != nil {
+		return "", nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
+	}
+	return t, bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// Remove returns the discovery topic of device and the empty payload that,
+// retained, removes the device and all its entities from Home Assistant. The
+// topic is "" when prefix or device is invalid.
+func Remove(prefix, device string) (string, []byte) {
+	t, err := topic.HADiscovery(prefixOr(prefix), device)
+	if err != nil {
+		return "", nil
+	}
+	return t, []byte{}
+}
+
+// Components returns the live components Build puts in the config of in,
+// key → platform: what a later config must withdraw when they are gone.
+func Components(in Input) (map[string]string, error) {
+	cmps, err := components(in)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(cmps))
+	for k, c := range cmps {
+		out[k] = c["p"].(string)
+	}
+	return out, nil
+}
+
+// DeviceIdentifier is the device's identifier in Home Assistant's device
+// registry: chorus_<escaped id>, the same string as the discovery topic's
+// object id. The reserved device id "gateway" makes DefaultGateway unique.
+func DeviceIdentifier(dev string) string { return "chorus_" + topic.HAEscape(dev) }
+
+func prefixOr(p string) string { return or(p, topic.DefaultHAPrefix) }
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
