@@ -52,6 +52,7 @@ func (a *app) newFleetCmd() *cobra.Command {
 		a.newFleetInstallCmd(f, fleetclient.ActionUninstall),
 		a.newFleetRolloutCmd(f),
 		a.newFleetAuditCmd(f),
+		a.newFleetRouteCmd(f),
 	)
 	return cmd
 }

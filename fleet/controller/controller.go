@@ -77,6 +77,9 @@ type Config struct {
 	RepublishAge time.Duration // re-publish desired to a device behind for this long (30s)
 	MaxBackoff   time.Duration // cap of the per-device retry backoff (1m)
 	MaxArchive   int64         // cap of a published archive (256 MiB)
+
+	HomeAssistant HomeAssistant // discovery and update entities (on unless Disabled)
+	Bridge        Bridge        // satellite ↔ hub relay and topic twins (routes.go)
 }
 
 func (c *Config) setDefaults() {
@@ -112,6 +115,9 @@ type Controller struct {
 	queue *workQueue // devices to reconcile
 	inbox *inbox     // broker messages for the inbox goroutine
 	kick  chan struct{}
+
+	ha    *haPublisher // what was published for Home Assistant
+	relay relayRun     // the bridge relay (routes.go)
 
 	tableMu sync.Mutex // serialises rebuildTable: the last rebuild reads the newest registry
 	table   tableBox
@@ -155,6 +161,7 @@ func New(cfg Config) (*Controller, error) {
 		local:     map[string]bool{},
 	}
 	c.queue = newWorkQueue(cfg.MaxBackoff)
+	c.ha = newHAPublisher(cfg.HomeAssistant)
 	c.inbox = newInbox()
 	for _, a := range cfg.LocalAccounts {
 		if a.Role == broker.RoleDevice {
@@ -182,6 +189,14 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.goRun(c.runWorker)
 	}
 	c.goRun(c.runEngine)
+	if err := c.startHA(); err != nil {
+		c.Close()
+		return fmt.Errorf("start fleet controller: %w", err)
+	}
+	if err := c.startRelay(ctx); err != nil {
+		c.Close()
+		return fmt.Errorf("start fleet controller: %w", err)
+	}
 	devs, err := c.store.ListDevices(ctx, fleet.DeviceFilter{})
 	if err != nil {
 		c.Close()
@@ -213,6 +228,7 @@ func (c *Controller) Close() error {
 		}
 		c.queue.ShutDown()
 		c.inbox.shutDown()
+		c.stopRelay()
 		c.wg.Wait()
 	})
 	return nil

@@ -55,7 +55,9 @@ func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
 	c.audit(ctx, actor, "device.remove", "device/"+id, nil)
 	err := c.registryChanged(ctx)
 	c.forget(id)
+	c.routesChanged(ctx) // before clearTopics: the relay still knows its skills
 	c.clearTopics(id)
+	c.removeHA(id)
 	c.Kick()
 	return err
 }

@@ -59,6 +59,9 @@ func (c *Controller) Reconcile(ctx context.Context, id string) error {
 	if err := c.publishIfNeeded(d, doc); err != nil {
 		return fmt.Errorf("reconcile %s: %w", id, err)
 	}
+	if err := c.reconcileHA(ctx, d); err != nil {
+		return fmt.Errorf("reconcile %s: %w", id, err)
+	}
 	rep, _ := parseReport(d.Reported) // validated when stored
 	if err := c.judge(ctx, d, doc, rep); err != nil {
 		return fmt.Errorf("reconcile %s: %w", id, err)

@@ -63,6 +63,7 @@ func (c *Controller) PublishSkill(ctx context.Context, actor string, archive io.
 		return nil, err
 	}
 	c.audit(ctx, actor, "skill.publish", "skill/"+out.SkillID, map[string]any{"version": out.Version, "sha256": out.SHA256, "size": out.Size})
+	c.haCatalogChanged(ctx)
 	return out, nil
 }
 

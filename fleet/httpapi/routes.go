@@ -43,6 +43,10 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/rollouts/{id}/resume", op(s.resumeRollout))
 	mux.HandleFunc("POST /v1/rollouts/{id}/abort", op(s.abortRollout))
 
+	mux.HandleFunc("GET /v1/routes", op(s.listRoutes))
+	mux.HandleFunc("PUT /v1/routes/{satellite}", op(s.putRoute))
+	mux.HandleFunc("DELETE /v1/routes/{satellite}", op(s.removeRoute))
+
 	mux.HandleFunc("GET /v1/audit", op(s.listAudit))
 	mux.HandleFunc("/v1/", op(s.notFound))
 }

@@ -26,6 +26,7 @@ func TestBundledSkillsAreDiscovered(t *testing.T) {
 		id, example  string
 		requirements []string
 	}{
+		{id: "echo-hub.chorus", example: "echo-hub", requirements: []string{}},
 		{id: "hello.chorus", example: "hello", requirements: []string{}},
 		{id: "screen.chorus", example: "screen", requirements: []string{"gui"}},
 		{id: "weather.chorus", example: "weather", requirements: []string{"internet"}},

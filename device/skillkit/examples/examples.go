@@ -17,9 +17,10 @@ import (
 // variable, so nothing is shared between runs.
 func setups() map[string]func(*skillkit.Skill) error {
 	return map[string]func(*skillkit.Skill) error{
-		"hello":   setupHello,
-		"weather": setupWeather,
-		"screen":  setupScreen,
+		"hello":    setupHello,
+		"weather":  setupWeather,
+		"screen":   setupScreen,
+		"echo-hub": setupEchoHub,
 	}
 }
 

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Runs the bundled Go example; CHORUS_BIN is the agent's own executable.
+exec "$CHORUS_BIN" skill example echo-hub

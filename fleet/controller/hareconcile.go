@@ -1,0 +1,196 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/hadiscovery"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// updateState is the update entity's state (ARCHITECTURE.md §3 skill/<skill>/update),
+// the JSON Home Assistant's MQTT update platform reads.
+type updateState struct {
+	InstalledVersion string `json:"installed_version"`
+	LatestVersion    string `json:"latest_version"`
+	Title            string `json:"title"`
+}
+
+// reconcileHA brings the device's Home Assistant topics in line with its
+// registry entry, by level like the rest of Reconcile: the discovery config
+// is published (retained) when its content changes (the component set, the
+// titles, the agent version), not on every skills report; the update state
+// of each fleet-managed skill when it changes; both again after a Home
+// Assistant birth. Components and update topics of skills that went away are
+// withdrawn.
+func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device) error {
+	if c.ha.cfg.Disabled {
+		return nil
+	}
+	in, updates, err := c.haInput(ctx, d)
+	if err != nil {
+		return fmt.Errorf("home assistant: %w", err)
+	}
+	comps, err := hadiscovery.Components(in)
+	if err != nil {
+		return fmt.Errorf("home assistant: %w", err)
+	}
+	_, live, err := hadiscovery.Build(in)
+	if err != nil {
+		return fmt.Errorf("home assistant: %w", err)
+	}
+	last, gen := c.ha.snapshot(d.ID)
+	again := last.gen != gen || last.config == nil
+	if again || !bytes.Equal(live, last.config) {
+		if err := c.publishHAConfig(in, last.comps, comps); err != nil {
+			return err
+		}
+	}
+	if err := c.publishHAUpdates(d.ID, last.updates, updates, again); err != nil {
+		return err
+	}
+	c.ha.store(d.ID, haDevice{config: live, comps: comps, updates: updates, gen: gen})
+	// A removal between our GetDevice and now cleared the topics before we
+	// published them: clear them again (RemoveDevice deletes, then clears).
+	if _, err := c.store.GetDevice(ctx, d.ID); fleet.ErrorCode(err) == fleet.ENOTFOUND {
+		c.removeHA(d.ID)
+	}
+	return nil
+}
+
+// publishHAConfig publishes in's config retained, withdrawing the
+// components of the previous config that are gone.
+func (c *Controller) publishHAConfig(in hadiscovery.Input, prev, cur map[string]string) error {
+	in.Withdrawn = map[string]string{}
+	for k, p := range prev {
+		if _, ok := cur[k]; !ok {
+			in.Withdrawn[k] = p
+		}
+	}
+	t, payload, err := hadiscovery.Build(in)
+	if err != nil {
+		return fmt.Errorf("home assistant: %w", err)
+	}
+	if err := c.cfg.Broker.Publish(broker.Message{Topic: t, Payload: payload, QoS: 1, Retain: true, ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("home assistant: publish %s: %w", t, err)
+	}
+	c.log.Debug("Home Assistant discovery published", "device", in.Device, "components", len(cur), "withdrawn", len(in.Withdrawn))
+	return nil
+}
+
+// publishHAUpdates publishes the changed update states and clears those of
+// skills no longer fleet-managed on the device.
+func (c *Controller) publishHAUpdates(dev string, prev, cur map[string][]byte, again bool) error {
+	for skill, p := range cur {
+		if !again && bytes.Equal(p, prev[skill]) {
+			continue
+		}
+		if err := c.publishUpdateState(dev, skill, p); err != nil {
+			return err
+		}
+	}
+	for skill := range prev {
+		if _, ok := cur[skill]; !ok {
+			if err := c.publishUpdateState(dev, skill, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// publishUpdateState publishes one update state retained; nil clears it.
+func (c *Controller) publishUpdateState(dev, skill string, payload []byte) error {
+	t, err := topic.SkillUpdate(dev, skill)
+	if err != nil {
+		return err
+	}
+	m := broker.Message{Topic: t, Payload: payload, QoS: 1, Retain: true}
+	if payload != nil {
+		m.ContentType = "application/json"
+	}
+	if err := c.cfg.Broker.Publish(m); err != nil {
+		return fmt.Errorf("home assistant: publish %s: %w", t, err)
+	}
+	return nil
+}
+
+// haInput reads the device's skills report into the discovery input and
+// the update state of each fleet-managed skill (latest = the catalog's most
+// recently published version). Skills whose id cannot be a topic level
+// (reported invalid by the agent) get no entities.
+func (c *Controller) haInput(ctx context.Context, d *fleet.Device) (hadiscovery.Input, map[string][]byte, error) {
+	rep, _ := parseReport(d.Reported) // validated when stored
+	in := hadiscovery.Input{Prefix: c.ha.cfg.Prefix, Device: d.ID, AgentVersion: d.AgentVersion, ChorusVersion: c.ha.cfg.Version}
+	updates := map[string][]byte{}
+	seen := map[string]bool{}
+	for _, s := range rep.Skills {
+		if topic.ValidSkillID(s.ID) != nil || seen[s.ID] {
+			continue
+		}
+		seen[s.ID] = true
+		sk := hadiscovery.Skill{ID: s.ID, Title: s.ID, Managed: s.Managed}
+		if s.Managed {
+			st, err := c.updateState(ctx, s)
+			if err != nil {
+				return in, nil, err
+			}
+			sk.Title = st.Title
+			if updates[s.ID], err = json.Marshal(st); err != nil {
+				return in, nil, err
+			}
+		}
+		in.Skills = append(in.Skills, sk)
+	}
+	return in, updates, nil
+}
+
+func (c *Controller) updateState(ctx context.Context, s skillReport) (updateState, error) {
+	st := updateState{InstalledVersion: s.Version, LatestVersion: s.Version, Title: s.ID}
+	v, err := c.store.LatestVersion(ctx, s.ID)
+	switch {
+	case fleet.ErrorCode(err) == fleet.ENOTFOUND: // installed from a catalog entry since removed
+		return st, nil
+	case err != nil:
+		return st, fmt.Errorf("latest version of %s: %w", s.ID, err)
+	}
+	st.LatestVersion = v.Version
+	if v.Title != "" {
+		st.Title = v.Title
+	}
+	return st, nil
+}
+
+// removeHA clears the device's discovery config (an empty retained payload
+// removes the device and its entities from Home Assistant) and the update
+// states published for it, and forgets them.
+func (c *Controller) removeHA(id string) {
+	if c.ha.cfg.Disabled {
+		return
+	}
+	last := c.ha.take(id)
+	if t, payload := hadiscovery.Remove(c.ha.cfg.Prefix, id); t != "" {
+		if err := c.cfg.Broker.Publish(broker.Message{Topic: t, Payload: payload, QoS: 1, Retain: true}); err != nil {
+			c.log.Warn("clear Home Assistant config", "topic", t, "error", err)
+		}
+	}
+	for _, skill := range slices.Sorted(maps.Keys(last.updates)) {
+		if err := c.publishUpdateState(id, skill, nil); err != nil {
+			c.log.Warn("clear update state", "device", id, "skill", skill, "error", err)
+		}
+	}
+}
+
+// haCatalogChanged reconciles every device after a publish: their update
+// entities show the new latest version.
+func (c *Controller) haCatalogChanged(ctx context.Context) {
+	if !c.ha.cfg.Disabled {
+		c.requeueTarget(ctx, fleet.AllTarget())
+	}
+}

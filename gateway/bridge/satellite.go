@@ -1,0 +1,90 @@
+package bridge
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/envelope"
+)
+
+// satState is what the relay knows of one routed satellite. The relay
+// goroutine owns it.
+type satState struct {
+	online  bool
+	since   time.Time // when online last changed (the relay's start if never seen)
+	session uint64    // newest availability session seen (Sparkplug bdSeq)
+	skills  []string  // loaded skills from the retained skills topic
+	pending []pending // outbound messages held while offline, oldest first
+	limit   *bucket   // inbound rate limit of the route
+}
+
+type pending struct {
+	msg  envelope.Message
+	corr []byte
+	at   time.Time
+}
+
+// availability applies an availability message; a message of an older
+// session than one already seen is stale and ignored (a late Will).
+func (s *satState) availability(p bus.Packet, now time.Time) (changed bool) {
+	online := string(p.Payload) == "online"
+	if !online && string(p.Payload) != "offline" {
+		return false
+	}
+	sess, _ := strconv.ParseUint(p.User["session"], 10, 64)
+	if sess < s.session {
+		return false
+	}
+	s.session = sess
+	if online == s.online {
+		return false
+	}
+	s.online, s.since = online, now
+	return true
+}
+
+// skillsReport is the part of the skills topic payload the relay reads
+// (docs/topics.md).
+type skillsReport struct {
+	Skills []struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+	} `json:"skills"`
+}
+
+// setSkills reads the loaded skills from a skills topic payload; an empty
+// payload (a cleared topic) means none, an unreadable one changes nothing.
+func (s *satState) setSkills(payload []byte) {
+	if len(payload) == 0 {
+		s.skills = nil
+		return
+	}
+	var r skillsReport
+	if json.Unmarshal(payload, &r) != nil {
+		return
+	}
+	s.skills = s.skills[:0]
+	for _, sk := range r.Skills {
+		if sk.State == "loaded" && sk.ID != "" {
+			s.skills = append(s.skills, sk.ID)
+		}
+	}
+}
+
+// hold queues p while the satellite is offline, dropping the oldest when the
+// queue is full; it reports how many were dropped.
+func (s *satState) hold(p pending, max int) (dropped int) {
+	s.pending = append(s.pending, p)
+	if over := len(s.pending) - max; over > 0 {
+		s.pending = append(s.pending[:0], s.pending[over:]...)
+		return over
+	}
+	return 0
+}
+
+// expired reports whether the satellite has been offline past grace.
+func (s *satState) expired(now time.Time, grace time.Duration) bool {
+	return !s.online && now.Sub(s.since) > grace
+}
