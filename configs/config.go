@@ -16,13 +16,31 @@ import (
 // (skills.blacklisted_skills, websocket.host/port/route/max_msg_size).
 // Durations are seconds, as in mycroft.conf.
 type Config struct {
-	DataDir      string       `json:"data_dir"`
-	Log          Log          `json:"log"`
-	Broker       Broker       `json:"broker"`
-	HTTP         HTTP         `json:"http"`
-	Websocket    Websocket    `json:"websocket"`
-	Skills       Skills       `json:"skills"`
-	Connectivity Connectivity `json:"connectivity"`
+	DataDir       string        `json:"data_dir"`
+	Log           Log           `json:"log"`
+	Broker        Broker        `json:"broker"`
+	HTTP          HTTP          `json:"http"`
+	Websocket     Websocket     `json:"websocket"`
+	Skills        Skills        `json:"skills"`
+	Connectivity  Connectivity  `json:"connectivity"`
+	HomeAssistant HomeAssistant `json:"homeassistant"`
+	Bridge        Bridge        `json:"bridge"`
+}
+
+// HomeAssistant configures the controller's Home Assistant discovery (gateway only).
+type HomeAssistant struct {
+	Enabled bool   `json:"enabled"`
+	Prefix  string `json:"prefix"` // the discovery prefix; Home Assistant's default is homeassistant
+}
+
+// Bridge configures the satellite-to-hub relay and the topic migration twins (gateway only).
+type Bridge struct {
+	Twins         string            `json:"twins"`           // off, legacy-to-v1 or both, for every device bus
+	TwinsByDevice map[string]string `json:"twins_by_device"` // per-device override
+	Grace         Seconds           `json:"grace"`           // an offline satellite's grace period
+	Hold          int               `json:"hold"`            // messages held per offline satellite
+	Rate          float64           `json:"rate"`            // inbound messages a second per route
+	Burst         int               `json:"burst"`
 }
 
 // Log configures logging.
@@ -110,7 +128,9 @@ func Default() Config {
 			BlacklistedSkills: []string{}, Capabilities: []string{},
 			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60,
 		},
-		Connectivity: Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
+		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
+		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},
+		Bridge:        Bridge{Twins: "off", TwinsByDevice: map[string]string{}, Grace: 30, Hold: 64, Rate: 10, Burst: 20},
 	}
 }
 

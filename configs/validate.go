@@ -38,6 +38,13 @@ func (c Config) Validate() error {
 		{"connectivity.phal_timeout", notNegative(c.Connectivity.PHALTimeout)},
 		{"connectivity.check_interval", positive(c.Connectivity.CheckInterval)},
 		{"connectivity.check_urls", httpURLs(c.Connectivity.CheckURLs)},
+		{"homeassistant.prefix", haPrefix(c.HomeAssistant.Prefix)},
+		{"bridge.twins", oneOf(c.Bridge.Twins, "off", "legacy-to-v1", "both")},
+		{"bridge.twins_by_device", twinModes(c.Bridge.TwinsByDevice)},
+		{"bridge.grace", positive(c.Bridge.Grace)},
+		{"bridge.hold", between(int64(c.Bridge.Hold), 0, 100000)},
+		{"bridge.rate", positive(Seconds(c.Bridge.Rate))},
+		{"bridge.burst", between(int64(c.Bridge.Burst), 1, 100000)},
 	}
 	for _, ch := range checks {
 		if ch.err != nil {
@@ -144,4 +151,20 @@ func walkKeys(prefix string, raw any, t reflect.Type, out *[]string) {
 		}
 		walkKeys(prefix+k+".", v, ft, out)
 	}
+}
+
+func haPrefix(p string) error {
+	if p == "" || strings.ContainsAny(p, "+#") || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		return fmt.Errorf("%q is not a topic prefix", p)
+	}
+	return nil
+}
+
+func twinModes(m map[string]string) error {
+	for dev, mode := range m {
+		if err := oneOf(mode, "off", "legacy-to-v1", "both"); err != nil {
+			return fmt.Errorf("%s: %w", dev, err)
+		}
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ func (g *gatewayRun) startFleet(cfg configs.Config, accounts []broker.Account, d
 		return fmt.Errorf("open fleet store: %w", err)
 	}
 	ctx := context.Background()
+	ver, _ := buildInfo()
 	if device != "" && g.local.Device != nil {
 		if err := registerLocalDevice(ctx, g.store, *g.local.Device); err != nil {
 			return err
@@ -37,6 +38,9 @@ func (g *gatewayRun) startFleet(cfg configs.Config, accounts []broker.Account, d
 		Store: g.store, Broker: g.broker, LocalAccounts: accounts,
 		ArtifactDir: filepath.Join(cfg.DataDir, "artifacts"), ValidateSkill: validateSkill,
 		MQTTURL: g.up.MQTTURL, ServerURL: g.up.HTTPURL, Logger: g.a.log.With("component", "fleet"),
+		HomeAssistant: controller.HomeAssistant{Disabled: !cfg.HomeAssistant.Enabled, Prefix: cfg.HomeAssistant.Prefix, Version: ver},
+		Bridge: controller.Bridge{Twins: cfg.Bridge.Twins, TwinsByDevice: cfg.Bridge.TwinsByDevice,
+			Grace: cfg.Bridge.Grace.Duration(), Hold: cfg.Bridge.Hold, Rate: cfg.Bridge.Rate, Burst: cfg.Bridge.Burst},
 	})
 	if err != nil {
 		return err
