@@ -153,3 +153,58 @@ func TestBackupRestoreE2E(t *testing.T) {
 		t.Fatalf("restored catalog:\n%s", out)
 	}
 }
+
+// The README's "satellite and hub" example, as written: one gateway, two
+// real agents, one route; an utterance on the satellite is answered by the
+// hub's echo-hub skill and the answer is spoken on the satellite.
+func TestSatelliteHubE2E(t *testing.T) {
+	work := t.TempDir()
+	gw := filepath.Join(work, "chorus-data")
+	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	waitUp(t, g, gw)
+	mustChorus(t, work, "fleet", "device", "add", "hub", "--credentials-out", "hub.json")
+	mustChorus(t, work, "fleet", "device", "add", "pi-kitchen", "--credentials-out", "pi-kitchen.json")
+	mustChorus(t, work, "fleet", "route", "add", "pi-kitchen", "--hub", "hub")
+	hub := startChorus(t, work, "agent", "--credentials", "hub.json", "--skills", filepath.Join(mustAbs(t, "../../configs/skills")),
+		"--data-dir", "./hub-data", "--ws-listen", "off")
+	startChorus(t, work, "agent", "--credentials", "pi-kitchen.json", "--data-dir", "./sat-data", "--ws-listen", "off")
+
+	// The hub's echo-hub skill must be loaded before the utterance is sent.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(hub.out.String(), "echo-hub.chorus") || !strings.Contains(hub.out.String(), "skill manager ready") {
+		if time.Now().After(deadline) {
+			t.Fatalf("hub never became ready:\n%s", hub.out.String())
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	listen := startChorus(t, work, "bus", "listen", "speak", "--device", "pi-kitchen")
+	for !strings.Contains(listen.out.String(), "subscribed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("listen never subscribed:\n%s", listen.out.String())
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	for {
+		// Resend until answered: the hub's skill may still be connecting its bus.
+		mustChorus(t, work, "bus", "send", "recognizer_loop:utterance", "--device", "pi-kitchen", "--data", `{"utterances": ["good morning"]}`)
+		wait := time.Now().Add(3 * time.Second)
+		for time.Now().Before(wait) {
+			if strings.Contains(listen.out.String(), "You said: good morning") {
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // poll interval, bounded
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no speak on the satellite:\n%s\nhub:\n%s", listen.out.String(), hub.out.String())
+		}
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
