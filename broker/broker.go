@@ -127,6 +127,9 @@ func (b *Broker) URL() string { return b.tcp.Protocol() + "://" + b.Addr() }
 func (b *Broker) SetTable(t *Table) {
 	for _, cl := range b.policy.replace(t) {
 		b.cfg.Logger.Info("disconnecting client: credentials revoked", "client", cl.ID, "username", string(cl.Properties.Username))
+		// A revoked client's Will must not fire: it would re-create retained
+		// state (offline) that the controller has just cleared.
+		atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
 		_ = b.srv.DisconnectClient(cl, packets.ErrNotAuthorized)
 	}
 }

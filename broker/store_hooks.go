@@ -99,8 +99,13 @@ func message(key, kind, client string, pk packets.Packet, sent int64) *storage.M
 	return &storage.Message{
 		ID: key, T: kind, Client: client, Origin: pk.Origin, FixedHeader: pk.FixedHeader,
 		TopicName: pk.TopicName, Payload: pk.Payload, Sent: sent, Created: pk.Created,
+		// Without the id an in-flight message comes back as id 0 after a
+		// restart, and re-sending it drops the client's connection every
+		// time it reconnects (mochi's bolt hook has the same omission).
+		PacketID: pk.PacketID,
 		Properties: storage.MessageProperties{
 			PayloadFormat:          props.PayloadFormat,
+			PayloadFormatFlag:      props.PayloadFormatFlag,
 			MessageExpiryInterval:  props.MessageExpiryInterval,
 			ContentType:            props.ContentType,
 			ResponseTopic:          props.ResponseTopic,
