@@ -43,7 +43,8 @@ func (c *Controller) runWorker() {
 //     or again when the device is online and has reported an older applied
 //     version for RepublishAge since the last publish.
 //  2. Judge the device's in-progress executions against its skills report.
-func (c *Controller) Reconcile(ctx context.Context, id string) error {
+func (c *Controller) Reconcile(ctx context.Context, id string) (err error) {
+	defer func(start time.Time) { c.metrics.observeReconcile(start, c.cfg.Now(), err) }(c.cfg.Now())
 	d, err := c.store.GetDevice(ctx, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		c.forget(id)
@@ -113,7 +114,11 @@ func (c *Controller) publishDesired(id string, doc fleet.Desired) error {
 	if err != nil {
 		return err
 	}
-	return c.cfg.Broker.Publish(broker.Message{Topic: t, Payload: b, QoS: 1, Retain: true, ContentType: "application/json"})
+	if err := c.cfg.Broker.Publish(broker.Message{Topic: t, Payload: b, QoS: 1, Retain: true, ContentType: "application/json"}); err != nil {
+		return err
+	}
+	c.metrics.desired.Inc()
+	return nil
 }
 
 func toWire(d fleet.Desired) (desired.Doc, error) {
@@ -162,13 +167,22 @@ func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desir
 func verdict(r *fleet.Rollout, doc fleet.Desired, rep report, start int64) (fleet.ExecState, string, bool) {
 	s, present := rep.skill(r.SkillID)
 	applied := rep.AppliedVersion >= start
+	// A document older than the one the execution started with was read
+	// before the execution's assignment landed: it cannot judge it.
+	stale := doc.Version < start
 	if r.Action == fleet.RolloutUninstall {
 		if _, still := doc.Skills[r.SkillID]; still {
+			if stale {
+				return "", "", false
+			}
 			return fleet.ExecFailed, "the desired state still installs " + r.SkillID, true
 		}
 		return fleet.ExecSucceeded, "", applied && (!present || !s.Managed)
 	}
 	if want, ok := doc.Skills[r.SkillID]; !ok || want.Version != r.Version {
+		if stale {
+			return "", "", false
+		}
 		return fleet.ExecFailed, fmt.Sprintf("the desired state no longer installs %s %s", r.SkillID, r.Version), true
 	}
 	if !present || s.Version != r.Version || !applied {
