@@ -22,6 +22,16 @@ GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64"
 GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64"
 GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7"
 
+echo "== mosquitto (the external-broker portability suite in cmd/chorus)"
+if ! command -v mosquitto >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto mosquitto-clients) >/dev/null \
+      || echo "mosquitto install failed: TestMosquittoPortabilityE2E skips outside CI and fails in CI"
+  else
+    echo "mosquitto missing and not root with apt-get: TestMosquittoPortabilityE2E skips outside CI (apt-get install mosquitto)"
+  fi
+fi
+
 echo "== go test -race"
 go test -race -timeout 30m -count=1 ./... 2>&1 | tee "$tmp/test.log"
 grep -q '^ok' "$tmp/test.log"

@@ -53,6 +53,7 @@ func (a *app) newFleetCmd() *cobra.Command {
 		a.newFleetRolloutCmd(f),
 		a.newFleetAuditCmd(f),
 		a.newFleetRouteCmd(f),
+		a.newFleetExportCmd(f),
 	)
 	return cmd
 }

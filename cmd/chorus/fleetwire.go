@@ -35,9 +35,9 @@ func (g *gatewayRun) startFleet(cfg configs.Config, accounts []broker.Account, d
 		}
 	}
 	g.fleet, err = controller.New(controller.Config{
-		Store: g.store, Broker: g.broker, LocalAccounts: accounts,
+		Store: g.store, Broker: g.fleetBroker(), LocalAccounts: accounts,
 		ArtifactDir: filepath.Join(cfg.DataDir, "artifacts"), ValidateSkill: validateSkill,
-		MQTTURL: g.up.MQTTURL, ServerURL: g.up.HTTPURL, Logger: g.a.log.With("component", "fleet"),
+		MQTTURL: g.up.MQTTURL, ServerURL: g.up.HTTPURL, Logger: g.a.log.With("component", "fleet"), BrokerStats: g.brokerStats(),
 		HomeAssistant: controller.HomeAssistant{Disabled: !cfg.HomeAssistant.Enabled, Prefix: cfg.HomeAssistant.Prefix, Version: ver},
 		Bridge: controller.Bridge{Twins: cfg.Bridge.Twins, TwinsByDevice: cfg.Bridge.TwinsByDevice,
 			Grace: cfg.Bridge.Grace.Duration(), Hold: cfg.Bridge.Hold, Rate: cfg.Bridge.Rate, Burst: cfg.Bridge.Burst},

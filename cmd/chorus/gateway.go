@@ -66,6 +66,7 @@ func (f *serveFlags) load(cmd *cobra.Command, a *app) (configs.Config, error) {
 
 func (a *app) newGatewayCmd() *cobra.Command {
 	var f serveFlags
+	var ext externalFlags
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run the gateway: the embedded MQTT broker and the HTTP API",
@@ -75,7 +76,15 @@ func (a *app) newGatewayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, err := a.startGateway(cfg, "")
+			if err := ext.check(); err != nil {
+				return err
+			}
+			var g *gatewayRun
+			if ext.broker == "external" {
+				g, err = a.startExternalGateway(cfg, ext)
+			} else {
+				g, err = a.startGateway(cfg, "")
+			}
 			if err != nil {
 				return err
 			}
@@ -85,6 +94,7 @@ func (a *app) newGatewayCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd, broker.DefaultMQTTListen, "0.0.0.0:8080")
+	ext.register(cmd)
 	cmd.AddCommand(a.newBackupCmd(), a.newRestoreCmd())
 	return cmd
 }
@@ -100,6 +110,7 @@ type gatewayRun struct {
 	http    *httpapi.Server
 	up      configs.Up
 	local   localauth.Local
+	ext     *externalRun // set when the broker is external (gateway_external.go)
 }
 
 // startGateway starts the broker, the fleet controller and the HTTP API,
@@ -141,7 +152,7 @@ func (g *gatewayRun) start(cfg configs.Config, accounts []broker.Account, device
 	if err != nil {
 		return err
 	}
-	g.up = configs.Up{MQTTURL: g.broker.URL(), HTTPURL: httpURL(ln, tlsCfg), Observer: g.local.Observer, Operator: g.local.Operator}
+	g.up = configs.Up{MQTTURL: g.mqttURL(), HTTPURL: httpURL(ln, tlsCfg), Observer: g.local.Observer, Operator: g.local.Operator}
 	if err := g.startFleet(cfg, accounts, device); err != nil {
 		ln.Close()
 		return err
@@ -181,11 +192,8 @@ func (g *gatewayRun) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
 	var err error
 	g.http, err = httpapi.Start(httpapi.Config{
 		Listener: ln, TLS: tlsCfg, Version: ver, Logger: g.a.log.With("component", "http"),
-		Fleet: g.fleet, Token: g.token, VerifyDevice: g.fleet.VerifyDevice,
-		Health: func() map[string]any {
-			s := g.broker.Stats()
-			return map[string]any{"mqtt": map[string]any{"clients": s.ClientsConnected, "retained": s.Retained}}
-		},
+		Fleet: g.httpFleet(), Token: g.token, VerifyDevice: g.fleet.VerifyDevice, Metrics: g.fleet.Metrics(),
+		Health: g.health,
 	})
 	return err
 }
@@ -209,7 +217,7 @@ func brokerConfig(cfg configs.Config, a *app) (broker.Config, error) {
 
 // setAvailability publishes the gateway's own retained availability.
 func (g *gatewayRun) setAvailability(state string) {
-	err := g.broker.Publish(broker.Message{Topic: topic.GatewayAvailability, Payload: []byte(state), QoS: 1, Retain: true})
+	err := g.publish(broker.Message{Topic: topic.GatewayAvailability, Payload: []byte(state), QoS: 1, Retain: true})
 	if err != nil {
 		g.a.log.Warn("publish gateway availability", "error", err)
 	}
@@ -231,7 +239,7 @@ func (g *gatewayRun) close() error {
 	if g.store != nil {
 		errs = append(errs, g.store.Close())
 	}
-	errs = append(errs, g.broker.Close())
+	errs = append(errs, g.closeBroker())
 	return errors.Join(errs...)
 }
 

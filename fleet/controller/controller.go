@@ -80,6 +80,9 @@ type Config struct {
 
 	HomeAssistant HomeAssistant // discovery and update entities (on unless Disabled)
 	Bridge        Bridge        // satellite ↔ hub relay and topic twins (routes.go)
+
+	// BrokerStats, when set, adds the broker's counters to Metrics.
+	BrokerStats func() broker.Stats
 }
 
 func (c *Config) setDefaults() {
@@ -116,8 +119,9 @@ type Controller struct {
 	inbox *inbox     // broker messages for the inbox goroutine
 	kick  chan struct{}
 
-	ha    *haPublisher // what was published for Home Assistant
-	relay relayRun     // the bridge relay (routes.go)
+	ha      *haPublisher // what was published for Home Assistant
+	metrics *metrics     // GET /metrics (metrics.go)
+	relay   relayRun     // the bridge relay (routes.go)
 
 	tableMu sync.Mutex // serialises rebuildTable: the last rebuild reads the newest registry
 	table   tableBox
@@ -163,6 +167,7 @@ func New(cfg Config) (*Controller, error) {
 	c.queue = newWorkQueue(cfg.MaxBackoff)
 	c.ha = newHAPublisher(cfg.HomeAssistant)
 	c.inbox = newInbox()
+	c.metrics = newMetrics(c)
 	for _, a := range cfg.LocalAccounts {
 		if a.Role == broker.RoleDevice {
 			c.local[a.Device] = true

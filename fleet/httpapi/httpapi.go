@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures the server.
@@ -35,6 +37,9 @@ type Config struct {
 	// VerifyDevice checks a device's own MQTT username and secret for
 	// artifact downloads (the controller's VerifyDevice).
 	VerifyDevice func(username, password string) bool
+	// Metrics is served on GET /metrics, unauthenticated (metrics.go); nil
+	// serves no /metrics.
+	Metrics prometheus.Gatherer
 }
 
 // Server is a running HTTP server.
@@ -81,6 +86,7 @@ func Start(cfg Config) (*Server, error) {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
+	s.metricsRoute(mux)
 	if s.cfg.Fleet != nil {
 		s.fleetRoutes(mux)
 	}

@@ -1,0 +1,78 @@
+// Package external runs the fleet controller against an external MQTT 5
+// broker (EMQX, Mosquitto, HiveMQ…) instead of the embedded one
+// (ARCHITECTURE.md §1, §7): Adapter is the controller's Broker over a
+// network MQTT connection, and Authenticate / Authorize take the decisions
+// an external broker's HTTP auth backend asks for (the shape EMQX calls),
+// from the same in-memory auth table the embedded broker uses.
+package external
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/gateway/bus"
+)
+
+// PublishTimeout bounds one publish, acknowledgement included.
+const PublishTimeout = 10 * time.Second
+
+// Adapter is the controller's Broker (fleet/controller.Broker) over a bus
+// Transport connected to an external broker. The external broker enforces
+// its own ACL, so the controller's account there must be allowed to publish
+// and subscribe everywhere (docs/security.md). SetTable only records the
+// table: the external broker's auth is configured from exports of it, or
+// asks Authenticate and Authorize over HTTP.
+type Adapter struct {
+	t     bus.Transport
+	table atomic.Pointer[broker.Table]
+}
+
+// New returns an adapter over t (typically a *bus.MQTT from bus.DialMQTT).
+func New(t bus.Transport) *Adapter { return &Adapter{t: t} }
+
+// Publish sends m and waits for the broker's acknowledgement at QoS > 0.
+func (a *Adapter) Publish(m broker.Message) error {
+	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	defer cancel()
+	return a.t.Publish(ctx, toPacket(m))
+}
+
+// Subscribe subscribes filter; handler gets every matching delivery.
+func (a *Adapter) Subscribe(filter string, handler func(broker.Message)) (func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	defer cancel()
+	return a.t.Subscribe(ctx, filter, func(p bus.Packet) { handler(toMessage(p)) })
+}
+
+// SetTable records t for exports and the HTTP auth decisions.
+func (a *Adapter) SetTable(t *broker.Table) { a.table.Store(t) }
+
+// Table returns the last table the controller set, or nil.
+func (a *Adapter) Table() *broker.Table { return a.table.Load() }
+
+func toPacket(m broker.Message) bus.Packet {
+	p := bus.Packet{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain,
+		ContentType: m.ContentType, ResponseTopic: m.ResponseTopic, CorrelationData: m.CorrelationData,
+		MessageExpiry: m.MessageExpiry}
+	if len(m.User) > 0 {
+		p.User = make(map[string]string, len(m.User))
+		for _, u := range m.User {
+			p.User[u.Key] = u.Value
+		}
+	}
+	return p
+}
+
+func toMessage(p bus.Packet) broker.Message {
+	m := broker.Message{Topic: p.Topic, Payload: p.Payload, QoS: p.QoS, Retain: p.Retain,
+		ContentType: p.ContentType, ResponseTopic: p.ResponseTopic, CorrelationData: p.CorrelationData,
+		MessageExpiry: p.MessageExpiry}
+	for _, k := range slices.Sorted(maps.Keys(p.User)) {
+		m.User = append(m.User, broker.UserProperty{Key: k, Value: p.User[k]})
+	}
+	return m
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+// MosquittoExporter is a Fleet that can render its auth table as a
+// Mosquitto 2 password file and ACL file (fleet/mosquittoexport). A Fleet
+// without it answers GET /v1/export/mosquitto with 404.
+type MosquittoExporter interface {
+	ExportMosquitto(ctx context.Context) (passwordFile, aclFile []byte, skipped []string, err error)
+}
+
+// BrokerAuth is a Fleet that answers an external broker's HTTP auth backend
+// (the request shape EMQX's HTTP authenticator and authorizer send). The
+// endpoints are off (404) unless BrokerAuthSecret is non-empty; every request
+// must carry it in the EMQXSecretHeader header.
+type BrokerAuth interface {
+	BrokerAuthSecret() string
+	BrokerAuthenticate(username, password string) (ok, superuser bool)
+	BrokerAuthorize(username, topic, action string, retain bool) bool
+}
+
+// EMQXSecretHeader carries the shared secret of the broker auth endpoints.
+const EMQXSecretHeader = "X-Chorus-Broker-Secret"
+
+func (s *Server) exportMosquitto(w http.ResponseWriter, r *http.Request) {
+	ex, ok := s.cfg.Fleet.(MosquittoExporter)
+	if !ok {
+		writeCode(w, http.StatusNotFound, fleet.ENOTFOUND, "this gateway does not export Mosquitto files")
+		return
+	}
+	pw, acl, skipped, err := ex.ExportMosquitto(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if skipped == nil {
+		skipped = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"password_file": string(pw), "acl_file": string(acl), "skipped": skipped})
+}
+
+// brokerAuth checks the shared secret and hands the decoded body to h.
+func (s *Server) brokerAuth(h func(BrokerAuth, map[string]json.RawMessage) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ba, ok := s.cfg.Fleet.(BrokerAuth)
+		if !ok || ba.BrokerAuthSecret() == "" {
+			writeCode(w, http.StatusNotFound, fleet.ENOTFOUND, "broker HTTP auth is not enabled on this gateway")
+			return
+		}
+		got := r.Header.Get(EMQXSecretHeader)
+		if subtle.ConstantTimeCompare([]byte(got), []byte(ba.BrokerAuthSecret())) != 1 {
+			writeCode(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong "+EMQXSecretHeader)
+			return
+		}
+		// EMQX sends what its body template names: unknown fields are
+		// ignored, and values may be strings or (retain) booleans.
+		var body map[string]json.RawMessage
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil {
+			writeCode(w, http.StatusBadRequest, fleet.EINVALID, "request body: want a JSON object")
+			return
+		}
+		writeJSON(w, http.StatusOK, h(ba, body))
+	}
+}
+
+func field(body map[string]json.RawMessage, name string) string {
+	var s string
+	if json.Unmarshal(body[name], &s) == nil {
+		return s
+	}
+	return ""
+}
+
+func result(allow bool) string {
+	if allow {
+		return "allow"
+	}
+	return "deny"
+}
+
+// emqxAuthn answers {"username","password","clientid"} with
+// {"result":"allow"|"deny","is_superuser":bool}.
+func (s *Server) emqxAuthn(ba BrokerAuth, body map[string]json.RawMessage) any {
+	ok, super := ba.BrokerAuthenticate(field(body, "username"), field(body, "password"))
+	return map[string]any{"result": result(ok), "is_superuser": super}
+}
+
+// emqxAuthz answers {"username","topic","action"[,"retain"]} with
+// {"result":"allow"|"deny"}. retain may be a boolean or "true"/"1".
+func (s *Server) emqxAuthz(ba BrokerAuth, body map[string]json.RawMessage) any {
+	var retain bool
+	if json.Unmarshal(body["retain"], &retain) != nil {
+		r := strings.ToLower(field(body, "retain"))
+		retain = r == "true" || r == "1"
+	}
+	ok := ba.BrokerAuthorize(field(body, "username"), field(body, "topic"), field(body, "action"), retain)
+	return map[string]any{"result": result(ok)}
+}
