@@ -78,6 +78,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newSkillCmd(),
 		a.newFleetCmd(),
 		a.newCertCmd(),
+		a.newBenchCmd(),
 	)
 	return root
 }

@@ -1,8 +1,10 @@
 package skillmanager
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,6 +51,13 @@ func TestUninstallMatrix(t *testing.T) {
 			for _, id := range tc.skills {
 				e.waitState(id, StateLoaded)
 				pids[id] = e.launch.lastPID(id)
+				// on-start is ready at fork; wait until the shell has read
+				// run.sh and exec'ed, or removing the file kills it.
+				pid := pids[id]
+				waitUntil(t, id+" exec'ed", func() bool {
+					b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+					return strings.HasPrefix(string(b), "sleep")
+				})
 			}
 			tc.change(t, e.root)
 			mark := e.rec.mark()

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// TestBenchFleetSmoke runs `chorus bench fleet --devices 20` in process so
+// the harness cannot rot: the report must be complete and both rollouts
+// must converge on every device.
+func TestBenchFleetSmoke(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	a := newApp(&out, &errOut, func(string) string { return "" })
+	code := a.execute(ctx, []string{"bench", "fleet", "--devices", "20", "--api-enrol", "5",
+		"--in-process-devices", "--deadline", "25s", "--json"})
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	var rep struct {
+		Devices int `json:"devices"`
+		Phases  []struct {
+			Action string `json:"action"`
+			State  string `json:"state"`
+			Device struct {
+				Devices, Converged int
+				P50Ms              float64 `json:"p50_ms"`
+				P95Ms              float64 `json:"p95_ms"`
+				MaxMs              float64 `json:"max_ms"`
+			} `json:"device_convergence"`
+			TotalMs float64 `json:"total_ms"`
+		} `json:"phases"`
+		Broker  map[string]any     `json:"broker"`
+		Gateway map[string]any     `json:"gateway_process"`
+		SQLite  map[string]any     `json:"sqlite"`
+		Errors  map[string]int64   `json:"device_errors"`
+		Enrol   map[string]float64 `json:"enrol"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	if rep.Devices != 20 || len(rep.Phases) != 2 {
+		t.Fatalf("devices %d, phases %d; want 20 and 2", rep.Devices, len(rep.Phases))
+	}
+	for i, want := range []string{"install", "uninstall"} {
+		p := rep.Phases[i]
+		if p.Action != want || p.State != "succeeded" || p.Device.Converged != 20 {
+			t.Errorf("phase %d = %s %s, %d/20 converged; want %s succeeded 20/20", i, p.Action, p.State, p.Device.Converged, want)
+		}
+		if p.Device.P50Ms <= 0 || p.Device.P95Ms < p.Device.P50Ms || p.Device.MaxMs < p.Device.P95Ms || p.TotalMs <= 0 {
+			t.Errorf("phase %s: implausible timings %+v total %v", want, p.Device, p.TotalMs)
+		}
+	}
+	for _, k := range []string{"messages_received", "messages_sent", "bytes_received", "bytes_sent", "max_client_writes_pending"} {
+		if _, ok := rep.Broker[k]; !ok {
+			t.Errorf("broker.%s missing", k)
+		}
+	}
+	for _, k := range []string{"cpu_s_both_rollouts", "vm_hwm_mib", "measured"} {
+		if _, ok := rep.Gateway[k]; !ok {
+			t.Errorf("gateway_process.%s missing", k)
+		}
+	}
+	if rep.SQLite["writes"] == nil || rep.Enrol["api_enrolled"] != 5 {
+		t.Errorf("sqlite %v, enrol %v", rep.SQLite, rep.Enrol)
+	}
+	if rep.Errors["apply_errors"] != 0 || rep.Errors["client_errors"] != 0 {
+		t.Errorf("device errors: %v", rep.Errors)
+	}
+}
