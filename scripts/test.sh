@@ -32,6 +32,21 @@ if ! command -v mosquitto >/dev/null 2>&1; then
   fi
 fi
 
+echo "== short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
+fuzz() {
+  local out
+  out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" -fuzzminimizetime 2s "$1" 2>&1) || {
+    echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; exit 1; }
+}
+fuzz ./gateway/envelope FuzzDecode
+fuzz ./gateway/topic FuzzParse
+fuzz ./gateway/desired FuzzParse
+fuzz ./gateway/artifact FuzzUnpack
+fuzz ./device/discovery FuzzParseFrontmatter
+fuzz ./configs FuzzParse
+fuzz ./broker FuzzJSONDepth
+fuzz ./fleet/catalog FuzzSearchResolve
+
 echo "== go test -race"
 go test -race -timeout 30m -count=1 ./... 2>&1 | tee "$tmp/test.log"
 grep -q '^ok' "$tmp/test.log"
