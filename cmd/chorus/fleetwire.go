@@ -78,20 +78,9 @@ func registerLocalDevice(ctx context.Context, st *sqlite.DB, c configs.AgentCred
 // validateSkill checks an unpacked archive with the agent's own discovery
 // rules, so the fleet never publishes a skill an agent would refuse.
 func validateSkill(dir string) (controller.SkillInfo, error) {
-	cat, err := discovery.Discover(discovery.Config{User: []string{filepath.Dir(dir)}})
+	s, err := discovery.Single(dir)
 	if err != nil {
 		return controller.SkillInfo{}, err
-	}
-	es := cat.Entries()
-	if len(es) != 1 {
-		return controller.SkillInfo{}, fmt.Errorf("want one skill in the archive, found %d", len(es))
-	}
-	s := es[0]
-	switch {
-	case !s.Valid:
-		return controller.SkillInfo{}, errors.New(s.Invalid)
-	case s.Name == "":
-		return controller.SkillInfo{}, errors.New("SKILL.md declares no name")
 	}
 	return controller.SkillInfo{ID: s.ID, Version: s.Version, Title: s.ID, Description: s.Description,
 		Requirements: s.Requirements}, nil

@@ -278,16 +278,11 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 }
 
 func validateSkill(dir string) (controller.SkillInfo, error) {
-	cat, err := discovery.Discover(discovery.Config{User: []string{filepath.Dir(dir)}})
+	s, err := discovery.Single(dir)
 	if err != nil {
 		return controller.SkillInfo{}, err
 	}
-	es := cat.Entries()
-	if len(es) != 1 || !es[0].Valid || es[0].Name == "" {
-		return controller.SkillInfo{}, errors.New("want one valid, named skill")
-	}
-	s := es[0]
-	return controller.SkillInfo{ID: s.ID, Version: s.Version, Title: s.ID, Description: s.Description}, nil
+	return controller.SkillInfo{ID: s.ID, Version: s.Version, Title: s.ID, Description: s.Description, Requirements: s.Requirements}, nil
 }
 
 // publish packs a skill that stays up once started and publishes it; it

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,18 +25,10 @@ import (
 const token = "test-token"
 
 func validateSkill(dir string) (controller.SkillInfo, error) {
-	cat, err := discovery.Discover(discovery.Config{User: []string{filepath.Dir(dir)}})
+	s, err := discovery.Single(dir)
 	if err != nil {
 		return controller.SkillInfo{}, err
 	}
-	es := cat.Entries()
-	if len(es) != 1 || !es[0].Valid || es[0].Name == "" {
-		if len(es) == 1 && es[0].Invalid != "" {
-			return controller.SkillInfo{}, errors.New(es[0].Invalid)
-		}
-		return controller.SkillInfo{}, errors.New("want one valid, named skill")
-	}
-	s := es[0]
 	return controller.SkillInfo{ID: s.ID, Version: s.Version, Title: s.ID, Description: s.Description, Requirements: s.Requirements}, nil
 }
 

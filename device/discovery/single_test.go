@@ -1,0 +1,40 @@
+package discovery
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSingle(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		exec      bool
+		want      string // error substring; "" = valid
+	}{
+		{"valid", "---\nname: one.skill\nexec: run.sh\n---\n", true, ""},
+		{"no name", "---\nexec: run.sh\n---\n", true, "declares no name"},
+		{"no exec", "---\nname: one.skill\n---\n", false, "no exec"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "skill")
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(tc.doc), 0o644)
+			if tc.exec {
+				os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+			}
+			s, err := Single(dir)
+			if tc.want == "" {
+				if err != nil || s.ID != "one.skill" {
+					t.Fatalf("Single = %+v, %v", s, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
