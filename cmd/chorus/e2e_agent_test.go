@@ -222,3 +222,43 @@ func TestBusListenSendE2E(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
 	}
 }
+
+// With chorus up running, a Home Assistant subscriber sees the satellite's
+// device config, and the skill switch topic turns a skill off and on.
+func TestUpHomeAssistantE2E(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-ha", "--skills", mustAbs(t, "../../configs/skills"),
+		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
+	up := waitUp(t, p, data)
+	ha := brokertest.MustConnect(t, mqttAddr(t, up.MQTTURL), up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "ha"})
+	ha.Sub(t, "chorus/v1/pi-ha/skills")
+	waitSkills(t, ha, "pi-ha", func(s map[string]string) bool { return s["hello.chorus"] == "loaded" })
+	ha.Sub(t, "homeassistant/device/chorus_pi-ha/config")
+	var cfg struct {
+		Dev  map[string]any            `json:"dev"`
+		Cmps map[string]map[string]any `json:"cmps"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := ha.Expect(t, "homeassistant/device/chorus_pi-ha/config", time.Until(deadline))
+		if json.Unmarshal(m.Payload, &cfg) == nil && len(cfg.Cmps) > 0 {
+			found := false
+			for _, c := range cfg.Cmps {
+				if c["p"] == "switch" && c["command_topic"] == "chorus/v1/pi-ha/skill/hello.chorus/set" {
+					found = true
+				}
+			}
+			if found {
+				break
+			}
+		}
+	}
+	if ids, _ := cfg.Dev["identifiers"].([]any); len(ids) == 0 {
+		t.Fatalf("device block without identifiers: %v", cfg.Dev)
+	}
+	ha.Pub(t, "chorus/v1/pi-ha/skill/hello.chorus/set", []byte("OFF"), false)
+	waitSkills(t, ha, "pi-ha", func(s map[string]string) bool { return s["hello.chorus"] == "inactive" })
+	ha.Pub(t, "chorus/v1/pi-ha/skill/hello.chorus/set", []byte("ON"), false)
+	waitSkills(t, ha, "pi-ha", func(s map[string]string) bool { return s["hello.chorus"] == "loaded" })
+}
