@@ -130,6 +130,11 @@ type Controller struct {
 	published map[string]publishedDoc // device -> last desired document published
 	startVer  map[execKey]int64       // execution -> desired version when it started (this run)
 	local     map[string]bool         // device ids of LocalAccounts
+	online    map[string]bool         // devices online, mirrored from the presence the inbox applies
+	waiting   map[string]bool         // devices with queued executions the engine last saw
+	rollouts  map[int64]rolloutKey    // rollout -> its immutable fields (judge's cache)
+
+	nextTimeout map[int64]time.Time // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -163,6 +168,11 @@ func New(cfg Config) (*Controller, error) {
 		published: map[string]publishedDoc{},
 		startVer:  map[execKey]int64{},
 		local:     map[string]bool{},
+		online:    map[string]bool{},
+		waiting:   map[string]bool{},
+		rollouts:  map[int64]rolloutKey{},
+
+		nextTimeout: map[int64]time.Time{},
 	}
 	c.queue = newWorkQueue(cfg.MaxBackoff)
 	c.ha = newHAPublisher(cfg.HomeAssistant)
@@ -182,6 +192,11 @@ func New(cfg Config) (*Controller, error) {
 // the start-up work only; Close stops the controller.
 func (c *Controller) Start(ctx context.Context) error {
 	if err := c.rebuildTable(ctx); err != nil {
+		return fmt.Errorf("start fleet controller: %w", err)
+	}
+	// The online set is seeded before subscribing: from then on the inbox
+	// keeps it in step with every presence it applies.
+	if err := c.seedOnline(ctx); err != nil {
 		return fmt.Errorf("start fleet controller: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())

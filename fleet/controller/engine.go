@@ -8,9 +8,15 @@ import (
 	"github.com/chorus-edge/chorus/fleet"
 )
 
+// engineGap is the least time between two passes the engine makes on a
+// Kick: kicks that come faster (an execution ending on each of thousands of
+// devices) are served by one pass, so a pass's cost is not paid per device.
+const engineGap = 50 * time.Millisecond
+
 // runEngine is the rollout engine: one goroutine, a pass every Tick and on
-// every Kick (an execution ended, a device came online, an operator acted).
-// A pass re-reads everything from the store, so a restarted controller
+// every Kick (an execution ended, a device with queued executions came
+// online, an operator acted), at most one per engineGap.
+// A pass re-reads the rollouts from the store, so a restarted controller
 // simply goes on: in-progress executions keep being judged by the
 // reconciler and queued ones start when their turn comes.
 func (c *Controller) runEngine() {
@@ -18,11 +24,19 @@ func (c *Controller) runEngine() {
 	defer t.Stop()
 	for {
 		c.enginePass(c.ctx)
+		last := time.Now()
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
 		case <-c.kick:
+			if d := engineGap - time.Since(last); d > 0 {
+				select {
+				case <-c.ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 		}
 	}
 }
@@ -36,33 +50,21 @@ func (c *Controller) enginePass(ctx context.Context) {
 		}
 		return
 	}
-	if len(rs) == 0 {
-		return
+	active := make(map[int64]bool, len(rs))
+	for _, r := range rs {
+		active[r.ID] = true
 	}
-	online, err := c.onlineDevices(ctx)
-	if err != nil {
-		c.log.Warn("rollout engine: list devices", "error", err)
-		return
-	}
+	c.pruneRollouts(active)
+	waiting := map[string]bool{}
 	// Oldest first: an older rollout's turn comes before a newer one's.
 	for i := len(rs) - 1; i >= 0; i-- {
-		if err := c.step(ctx, rs[i], online); err != nil && ctx.Err() == nil {
+		if err := c.step(ctx, rs[i], waiting); err != nil && ctx.Err() == nil {
 			c.log.Warn("rollout engine", "rollout", rs[i].ID, "error", err)
 		}
 	}
-}
-
-func (c *Controller) onlineDevices(ctx context.Context) (map[string]bool, error) {
-	yes := true
-	ds, err := c.store.ListDevices(ctx, fleet.DeviceFilter{Online: &yes})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(ds))
-	for _, d := range ds {
-		out[d.ID] = true
-	}
-	return out, nil
+	c.pubMu.Lock()
+	c.waiting = waiting
+	c.pubMu.Unlock()
 }
 
 // tally counts executions by state.
@@ -75,29 +77,55 @@ func (t tally) bad() int { return t[fleet.ExecFailed] + t[fleet.ExecTimedOut] }
 func (t tally) active() int {
 	return t[fleet.ExecQueued] + t[fleet.ExecInProgress]
 }
+func (t tally) total() int {
+	n := 0
+	for _, v := range t {
+		n += v
+	}
+	return n
+}
 
 // step advances one rollout: time out, judge the rollout as a whole, then
 // start what may start.
-func (c *Controller) step(ctx context.Context, r *fleet.Rollout, online map[string]bool) error {
+//
+// It works from the rollout's execution counts (read with it) and lists only
+// the executions it acts on: the canaries, the in-progress ones when one may
+// have timed out, the queued ones when one may start. The counts may be
+// older than those lists, never newer: executions only move forward and
+// only the engine starts them, so stale counts overstate the active ones
+// and the engine errs on waiting (the execution that ended kicks it again).
+func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[string]bool) error {
 	if r.State == fleet.RolloutQueued {
 		var err error
 		if r, err = c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutInProgress, ""); err != nil {
 			return err
 		}
 	}
-	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: r.ID})
-	if err != nil {
+	n := tally{}
+	for s, v := range r.Counts {
+		n[s] = v
+	}
+	var canaries []*fleet.Execution
+	if r.Canary > 0 {
+		es, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: r.ID, Limit: r.Canary})
+		if err != nil {
+			return err
+		}
+		for _, e := range es { // canaries sort first
+			if e.Canary {
+				canaries = append(canaries, e)
+			}
+		}
+	}
+	if err := c.timeOut(ctx, r, n, canaries); err != nil {
 		return err
 	}
-	c.timeOut(ctx, r, execs)
-	n := tally{}
 	canaryBad, canaryPending := "", false
-	for _, e := range execs {
-		n[e.State]++
-		if e.Canary && (e.State == fleet.ExecFailed || e.State == fleet.ExecTimedOut) && canaryBad == "" {
+	for _, e := range canaries {
+		if (e.State == fleet.ExecFailed || e.State == fleet.ExecTimedOut) && canaryBad == "" {
 			canaryBad = fmt.Sprintf("canary %s %s: %s", e.DeviceID, e.State, e.Reason)
 		}
-		if e.Canary && e.State != fleet.ExecSucceeded {
+		if e.State != fleet.ExecSucceeded {
 			canaryPending = true
 		}
 	}
@@ -106,14 +134,14 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, online map[stri
 	}
 	switch {
 	case canaryBad != "":
-		return c.endRollout(ctx, r, execs, fleet.RolloutFailed, canaryBad)
+		return c.endRollout(ctx, r, n, fleet.RolloutFailed, canaryBad)
 	case c.overThreshold(r, n):
 		reason := fmt.Sprintf("failure threshold: %d of %d ended executions failed or timed out (threshold %g%%)",
 			n.bad(), n.ended(), r.FailureThresholdPct)
 		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutAborted, reason)
 		return err
 	case n.active() == 0 && n.bad() > 0:
-		return c.endRollout(ctx, r, nil, fleet.RolloutFailed, fmt.Sprintf("%d of %d executions failed or timed out", n.bad(), len(execs)))
+		return c.endRollout(ctx, r, tally{}, fleet.RolloutFailed, fmt.Sprintf("%d of %d executions failed or timed out", n.bad(), n.total()))
 	case n.active() == 0 && n[fleet.ExecSucceeded] == 0:
 		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutCanceled, "every execution was canceled")
 		return err
@@ -124,7 +152,7 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, online map[stri
 		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutSucceeded, "")
 		return err
 	}
-	return c.startQueued(ctx, r, execs, n, canaryPending, online)
+	return c.startQueued(ctx, r, n, canaryPending, waiting)
 }
 
 func (c *Controller) overThreshold(r *fleet.Rollout, n tally) bool {
@@ -136,9 +164,13 @@ func (c *Controller) overThreshold(r *fleet.Rollout, n tally) bool {
 
 // endRollout cancels the queued executions (which a failed rollout would
 // otherwise leave behind) and moves the rollout to its final state.
-func (c *Controller) endRollout(ctx context.Context, r *fleet.Rollout, execs []*fleet.Execution, to fleet.RolloutState, reason string) error {
-	for _, e := range execs {
-		if e.State == fleet.ExecQueued {
+func (c *Controller) endRollout(ctx context.Context, r *fleet.Rollout, n tally, to fleet.RolloutState, reason string) error {
+	if n[fleet.ExecQueued] > 0 {
+		execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: r.ID, States: []fleet.ExecState{fleet.ExecQueued}})
+		if err != nil {
+			return err
+		}
+		for _, e := range execs {
 			c.finish(ctx, e, fleet.ExecCanceled, "rollout "+string(to))
 		}
 	}
@@ -146,33 +178,84 @@ func (c *Controller) endRollout(ctx context.Context, r *fleet.Rollout, execs []*
 	return err
 }
 
-// timeOut ends the executions in progress for longer than the strategy's timeout.
-func (c *Controller) timeOut(ctx context.Context, r *fleet.Rollout, execs []*fleet.Execution) {
+// timeOut ends the executions in progress for longer than the strategy's
+// timeout, and counts them in n (and in canaries). It lists the in-progress
+// executions only once the earliest deadline it knows of has passed.
+func (c *Controller) timeOut(ctx context.Context, r *fleet.Rollout, n tally, canaries []*fleet.Execution) error {
+	if r.Timeout <= 0 || n[fleet.ExecInProgress] == 0 {
+		return nil
+	}
+	now := c.cfg.Now()
+	if at, ok := c.nextTimeout[r.ID]; ok && !now.After(at) {
+		return nil
+	}
+	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: r.ID, States: []fleet.ExecState{fleet.ExecInProgress}})
+	if err != nil {
+		return err
+	}
+	delete(c.nextTimeout, r.ID)
+	for _, e := range execs {
+		if now.Sub(e.StartedAt) > r.Timeout {
+			c.finish(ctx, e, fleet.ExecTimedOut, fmt.Sprintf("no result within %s", r.Timeout))
+			n[fleet.ExecInProgress]--
+			n[fleet.ExecTimedOut]++
+			for _, k := range canaries {
+				if k.DeviceID == e.DeviceID && k.State == fleet.ExecInProgress {
+					k.State = fleet.ExecTimedOut
+				}
+			}
+			continue
+		}
+		c.noteDeadline(r, e)
+	}
+	return nil
+}
+
+// noteDeadline remembers the earliest deadline of r's in-progress executions.
+func (c *Controller) noteDeadline(r *fleet.Rollout, e *fleet.Execution) {
 	if r.Timeout <= 0 {
 		return
 	}
-	now := c.cfg.Now()
-	for _, e := range execs {
-		if e.State == fleet.ExecInProgress && now.Sub(e.StartedAt) > r.Timeout {
-			c.finish(ctx, e, fleet.ExecTimedOut, fmt.Sprintf("no result within %s", r.Timeout))
-			e.State = fleet.ExecTimedOut
-		}
+	at := e.StartedAt.Add(r.Timeout)
+	if old, ok := c.nextTimeout[r.ID]; !ok || at.Before(old) {
+		c.nextTimeout[r.ID] = at
 	}
 }
 
 // startQueued starts queued executions on online devices, canaries first
 // (the rest wait until every canary succeeded), within max in flight.
-// Offline devices stay queued and start when they come back.
-func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, execs []*fleet.Execution, n tally, canaryPending bool, online map[string]bool) error {
-	slots := len(execs)
+// Offline devices stay queued and start when they come back (they are
+// recorded in waiting, so their coming online wakes the engine).
+func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally, canaryPending bool, waiting map[string]bool) error {
+	if n[fleet.ExecQueued] == 0 {
+		return nil
+	}
+	slots := n.total()
 	if r.MaxInFlight > 0 {
 		slots = r.MaxInFlight - n[fleet.ExecInProgress]
 	}
+	if slots <= 0 {
+		return nil // an execution that ends kicks the engine
+	}
+	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: r.ID, States: []fleet.ExecState{fleet.ExecQueued}})
+	if err != nil {
+		return err
+	}
+	for _, e := range execs {
+		waiting[e.DeviceID] = true
+	}
+	// Published before the online set is read: a device that comes online
+	// after the reads below finds itself waiting and kicks the engine.
+	c.pubMu.Lock()
+	for _, e := range execs {
+		c.waiting[e.DeviceID] = true
+	}
+	c.pubMu.Unlock()
 	for _, e := range execs {
 		if slots <= 0 {
 			return nil
 		}
-		if e.State != fleet.ExecQueued || (canaryPending && !e.Canary) || !online[e.DeviceID] {
+		if e.State != fleet.ExecQueued || (canaryPending && !e.Canary) || !c.isOnline(e.DeviceID) {
 			continue
 		}
 		if err := c.startExecution(ctx, r, e); err != nil {
@@ -207,13 +290,15 @@ func (c *Controller) startExecution(ctx context.Context, r *fleet.Rollout, e *fl
 	c.pubMu.Lock()
 	c.startVer[key] = doc.Version
 	c.pubMu.Unlock()
-	if _, err := c.store.TransitionExecution(ctx, e.RolloutID, e.DeviceID, fleet.ExecInProgress, ""); err != nil {
+	started, err := c.store.TransitionExecution(ctx, e.RolloutID, e.DeviceID, fleet.ExecInProgress, "")
+	if err != nil {
 		c.pubMu.Lock()
 		delete(c.startVer, key)
 		c.pubMu.Unlock()
 		return fmt.Errorf("start %s on %s: %w", r.SkillID, e.DeviceID, err)
 	}
 	e.State = fleet.ExecInProgress
+	c.noteDeadline(r, started)
 	c.queue.Add(e.DeviceID)
 	return nil
 }

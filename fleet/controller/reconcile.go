@@ -153,7 +153,7 @@ func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desir
 		return err
 	}
 	for _, e := range execs {
-		r, err := c.store.GetRollout(ctx, e.RolloutID)
+		r, err := c.rolloutFor(ctx, e.RolloutID)
 		if err != nil {
 			return err
 		}
@@ -217,6 +217,8 @@ func (c *Controller) startVersion(e *fleet.Execution, doc fleet.Desired) int64 {
 func (c *Controller) forget(id string) {
 	c.pubMu.Lock()
 	delete(c.published, id)
+	delete(c.online, id)
+	delete(c.waiting, id)
 	for k := range c.startVer {
 		if k.device == id {
 			delete(c.startVer, k)

@@ -93,8 +93,8 @@ func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker
 	if err == nil && !applied {
 		c.log.Debug("stale availability ignored", "device", dev, "session", p.Session)
 	}
-	if err == nil && applied {
-		c.Kick() // a device that came online may start queued executions
+	if err == nil && applied && c.setOnline(dev, p.Online) {
+		c.Kick() // a device with queued executions came online: they may start
 	}
 	return err
 }
@@ -119,11 +119,9 @@ func (c *Controller) applySkills(ctx context.Context, dev string, payload []byte
 	if err != nil {
 		return err
 	}
-	if err := c.store.UpdateReported(ctx, dev, payload, r.AppliedVersion); err != nil {
-		return err
-	}
-	c.Kick()
-	return nil
+	// The engine is not woken here: the reconcile this queues judges the
+	// report, and an execution it ends wakes the engine (finish).
+	return c.store.UpdateReported(ctx, dev, payload, r.AppliedVersion)
 }
 
 // clearStale clears a retained state topic of a device that is not in the
@@ -164,7 +162,7 @@ func (c *Controller) applyInstallFailed(ctx context.Context, m broker.Message) {
 		return
 	}
 	for _, e := range execs {
-		r, err := c.store.GetRollout(ctx, e.RolloutID)
+		r, err := c.rolloutFor(ctx, e.RolloutID)
 		if err != nil || r.Action != fleet.RolloutInstall || r.SkillID != ev.Data.SkillID {
 			continue
 		}

@@ -41,7 +41,14 @@ func (db *DB) ListExecutions(ctx context.Context, f fleet.ExecutionFilter) ([]*f
 			args = append(args, s)
 		}
 	}
-	q := `SELECT ` + executionColumns + whereClause(where) + ` ORDER BY rollout_id, canary DESC, device_id` + limitClause
+	from := ``
+	if f.DeviceID != "" {
+		// One device's executions: without this SQLite may walk
+		// executions_state (state, rollout_id) for the ORDER BY and filter
+		// every execution in that state by device, once per report.
+		from = ` INDEXED BY executions_device`
+	}
+	q := `SELECT ` + executionColumns + from + whereClause(where) + ` ORDER BY rollout_id, canary DESC, device_id` + limitClause
 	args = append(args, limitArg(f.Limit))
 	var out []*fleet.Execution
 	err := db.read(ctx, func(tx *tx) (err error) {
