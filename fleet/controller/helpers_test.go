@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,20 +30,9 @@ const waitFor = 10 * time.Second
 // validateSkill is the wiring cmd/chorus uses: the agent's discovery rules
 // over the unpacked skill directory, insisting on a declared name.
 func validateSkill(dir string) (controller.SkillInfo, error) {
-	cat, err := discovery.Discover(discovery.Config{User: []string{filepath.Dir(dir)}})
+	s, err := discovery.Single(dir)
 	if err != nil {
 		return controller.SkillInfo{}, err
-	}
-	es := cat.Entries()
-	if len(es) != 1 {
-		return controller.SkillInfo{}, fmt.Errorf("want one skill in the archive, found %d", len(es))
-	}
-	s := es[0]
-	switch {
-	case !s.Valid:
-		return controller.SkillInfo{}, errors.New(s.Invalid)
-	case s.Name == "":
-		return controller.SkillInfo{}, errors.New("SKILL.md declares no name")
 	}
 	return controller.SkillInfo{ID: s.ID, Version: s.Version, Title: s.ID, Description: s.Description,
 		Requirements: s.Requirements}, nil
