@@ -35,8 +35,14 @@ fi
 echo "== short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
 fuzz() {
   local out
-  out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" -fuzzminimizetime 2s "$1" 2>&1) || {
-    echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; exit 1; }
+  out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
+  # A real finding is written to testdata/fuzz. Go's fuzzer can also end a
+  # short run with "context deadline exceeded" while it is still minimizing
+  # a new (passing) input; that is not a finding.
+  if ! grep -q "Failing input written to" <<<"$out" && grep -q "context deadline exceeded" <<<"$out"; then
+    echo "fuzz $1 $2: run ended while minimizing a passing input (no finding)"; return 0
+  fi
+  echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; exit 1
 }
 fuzz ./gateway/envelope FuzzDecode
 fuzz ./gateway/topic FuzzParse
