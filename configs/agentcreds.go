@@ -56,11 +56,12 @@ func ReadAgentCredentials(path string) (AgentCredentials, error) {
 	return c, nil
 }
 
-// WriteAgentCredentials writes c to path with mode 0600.
+// WriteAgentCredentials writes c to path with mode 0600, replacing an
+// existing file whole (never leaving it with a wider mode).
 func WriteAgentCredentials(path string, c AgentCredentials) error {
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	return WriteFileAtomic(path, append(b, '\n'), 0o600)
 }

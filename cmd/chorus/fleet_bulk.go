@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -91,7 +92,7 @@ func (a *app) bulkAddOne(ctx context.Context, c *fleetclient.Client, o bulkOptio
 		return r, err
 	}
 	path := fleetCredPath(o.credDir, enr.Device.ID)
-	if err := fleetWriteCredentials(path, enr.Credentials); err != nil {
+	if err := configs.WriteAgentCredentials(path, enr.Credentials); err != nil {
 		r.Error = fmt.Sprintf("enrolled, but its credentials could not be saved: %v; get new ones with `chorus fleet device rotate %s`", err, l.id)
 		return r, nil
 	}

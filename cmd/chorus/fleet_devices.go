@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -85,7 +84,7 @@ func (a *app) newFleetDeviceAddCmd(f *fleetFlags) *cobra.Command {
 func (a *app) printEnrolled(f *fleetFlags, enr fleetclient.Enrolled, credsOut, verb string) error {
 	id := enr.Device.ID
 	if credsOut != "" {
-		if err := fleetWriteCredentials(credsOut, enr.Credentials); err != nil {
+		if err := configs.WriteAgentCredentials(credsOut, enr.Credentials); err != nil {
 			return fmt.Errorf("device %s %s, but its credentials could not be saved: %w; get new ones with `chorus fleet device rotate %s`", id, verb, err, id)
 		}
 		if f.json() {
@@ -99,22 +98,6 @@ func (a *app) printEnrolled(f *fleetFlags, enr fleetclient.Enrolled, credsOut, v
 	}
 	fmt.Fprintf(a.stderr, "device %s %s; its credentials are shown only once: save them for `chorus agent --credentials FILE`\n", id, verb)
 	return fleetJSON(a.stdout, enr.Credentials)
-}
-
-// fleetWriteCredentials writes c to path with mode 0600, through a temporary
-// file and a rename, so an existing file is replaced whole and never left
-// with a wider mode.
-func fleetWriteCredentials(path string, c configs.AgentCredentials) error {
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
-	if err := configs.WriteAgentCredentials(tmp, c); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 func (a *app) newFleetDeviceListCmd(f *fleetFlags) *cobra.Command {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -39,7 +40,7 @@ func (a *app) newFleetExportCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			for name, body := range map[string]string{"password_file": ex.PasswordFile, "acl_file": ex.ACLFile} {
-				if err := writeExportFile(filepath.Join(out, name), []byte(body)); err != nil {
+				if err := configs.WriteFileAtomic(filepath.Join(out, name), []byte(body), 0o600); err != nil {
 					return err
 				}
 			}
@@ -56,14 +57,4 @@ func (a *app) newFleetExportCmd(f *fleetFlags) *cobra.Command {
 	mq.Flags().StringVar(&out, "out", "", "directory to write password_file and acl_file to")
 	cmd.AddCommand(mq)
 	return cmd
-}
-
-// writeExportFile replaces path with body (mode 0600), so a broker
-// reloading meanwhile never reads half a file.
-func writeExportFile(path string, body []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, body, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -2,22 +2,24 @@ package skillkit
 
 import (
 	"fmt"
+	"github.com/chorus-edge/chorus/device/process"
 	"strings"
 
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
-// The environment a skill process receives from its agent. SKILL_MANAGER §2;
-// device/process sets them.
+// The environment a skill process receives from its agent (SKILL_MANAGER §2).
+// device/process sets them and owns the names; they are repeated here so skill
+// authors find them in the kit they import.
 const (
-	EnvMQTTURL   = "CHORUS_MQTT_URL"
-	EnvUsername  = "CHORUS_USERNAME"
-	EnvPassword  = "CHORUS_PASSWORD"
-	EnvDevice    = "CHORUS_DEVICE"
-	EnvSkillID   = "CHORUS_SKILL_ID"
-	EnvBusPrefix = "CHORUS_BUS_PREFIX"
-	EnvSettings  = "CHORUS_SETTINGS"
-	EnvBin       = "CHORUS_BIN"
+	EnvMQTTURL   = process.EnvMQTTURL
+	EnvUsername  = process.EnvUsername
+	EnvPassword  = process.EnvPassword
+	EnvDevice    = process.EnvDevice
+	EnvSkillID   = process.EnvSkillID
+	EnvBusPrefix = process.EnvBusPrefix
+	EnvSettings  = process.EnvSettings
+	EnvBin       = process.EnvBin
 )
 
 // Env is a skill's view of its environment.

@@ -99,13 +99,7 @@ func write(path string, l Local) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.WriteFile(path+".tmp", append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(path+".tmp", path)
+	return configs.WriteFileAtomic(path, append(b, '\n'), 0o600)
 }
 
 // Accounts returns the broker accounts for the local credentials.

@@ -3,6 +3,7 @@ package localauth
 import (
 	"errors"
 	"fmt"
+	"github.com/chorus-edge/chorus/configs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,14 +31,8 @@ func OperatorToken(dataDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return "", fmt.Errorf("write operator token: %w", err)
-	}
-	if err := os.WriteFile(path+".tmp", []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write operator token: %w", err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		return "", fmt.Errorf("write operator token: %w", err)
+	if err := configs.WriteFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("operator token: %w", err)
 	}
 	return tok, nil
 }
