@@ -40,7 +40,13 @@ type Account struct {
 
 	// DenyTypes are bus message types the account may not publish even
 	// where Publish covers the topic; "prefix*" matches by prefix.
-	DenyTypes []string
+	// AllowTypes are exceptions to DenyTypes (a skill grant), in the same form.
+	DenyTypes  []string
+	AllowTypes []string
+
+	// SkillGrants maps a skill id to the AllowTypes of that skill's account
+	// (device accounts only; docs/security.md, "Skill grants").
+	SkillGrants map[string][]string
 
 	// SkillKey verifies the credentials the device's agent mints for its skills
 	// (device accounts only); KeyVersion is the version those credentials must name.
@@ -167,7 +173,7 @@ func (t *Table) skillAccount(username string, dev *Account, skill string) *Accou
 	if a, ok := t.skills.Load(username); ok {
 		return a.(*Account)
 	}
-	a := SkillAccount(dev.Device, skill)
+	a := SkillAccount(dev.Device, skill, dev.SkillGrants[skill]...)
 	v, _ := t.skills.LoadOrStore(username, &a)
 	return v.(*Account)
 }

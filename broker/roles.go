@@ -1,6 +1,10 @@
 package broker
 
-import "github.com/chorus-edge/chorus/gateway/skillcred"
+import (
+	"strings"
+
+	"github.com/chorus-edge/chorus/gateway/skillcred"
+)
 
 // The account constructors below encode the ACL matrix of ARCHITECTURE.md §6.
 // Topic strings are spelled from the tree of §3.
@@ -34,19 +38,38 @@ var SkillDenyTypes = []string{
 	"mycroft.network.*", "mycroft.internet.*", "mycroft.gui.*",
 }
 
+// RestrictedForSkills reports whether every type the type or "prefix*"
+// pattern t names is in SkillDenyTypes: only such types can be granted to a
+// skill (anything else a skill may emit already).
+func RestrictedForSkills(t string) bool {
+	p, isPattern := strings.CutSuffix(t, "*")
+	for _, d := range SkillDenyTypes {
+		dp, dPattern := strings.CutSuffix(d, "*")
+		switch {
+		case dPattern && strings.HasPrefix(p, dp):
+			return true
+		case !dPattern && !isPattern && t == d:
+			return true
+		}
+	}
+	return false
+}
+
 // SkillAccount returns the account of a skill process: it reads and writes
 // only its device's bus, never retained, never the device's state topics,
-// never the management types of SkillDenyTypes.
-func SkillAccount(device, skill string) Account {
+// never the management types of SkillDenyTypes except those its grant
+// allows (types or "prefix*" patterns; see RestrictedForSkills).
+func SkillAccount(device, skill string, allow ...string) Account {
 	bus := treeRoot + device + "/bus/+"
 	return Account{
-		Username:  skillcred.Username(device, skill),
-		Role:      RoleSkill,
-		Device:    device,
-		Skill:     skill,
-		Publish:   []string{bus},
-		Subscribe: []string{bus},
-		DenyTypes: SkillDenyTypes,
+		Username:   skillcred.Username(device, skill),
+		Role:       RoleSkill,
+		Device:     device,
+		Skill:      skill,
+		Publish:    []string{bus},
+		Subscribe:  []string{bus},
+		DenyTypes:  SkillDenyTypes,
+		AllowTypes: allow,
 	}
 }
 

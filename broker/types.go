@@ -19,7 +19,7 @@ func busType(topic string) (string, bool) {
 }
 
 // typeDenied reports whether a publish on topic carries a type the account
-// may not emit.
+// may not emit: one DenyTypes names and AllowTypes does not.
 func typeDenied(a *Account, topic string) bool {
 	if len(a.DenyTypes) == 0 {
 		return false
@@ -28,7 +28,12 @@ func typeDenied(a *Account, topic string) bool {
 	if !ok {
 		return false
 	}
-	for _, d := range a.DenyTypes {
+	return typeMatches(a.DenyTypes, t) && !typeMatches(a.AllowTypes, t)
+}
+
+// typeMatches reports whether a type or "prefix*" pattern in list names t.
+func typeMatches(list []string, t string) bool {
+	for _, d := range list {
 		if p, prefix := strings.CutSuffix(d, "*"); prefix && strings.HasPrefix(t, p) || t == d {
 			return true
 		}

@@ -47,6 +47,7 @@ func (a *app) newFleetCmd() *cobra.Command {
 		a.newFleetDeviceCmd(f),
 		a.newFleetIntegrationCmd(f),
 		a.newFleetOperatorCmd(f),
+		a.newFleetGrantCmd(f),
 		a.newFleetSkillCmd(f),
 		a.newFleetInstallCmd(f, fleetclient.ActionInstall),
 		a.newFleetInstallCmd(f, fleetclient.ActionUninstall),

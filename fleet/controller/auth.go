@@ -54,9 +54,15 @@ func (c *Controller) registryAccounts(ctx context.Context) ([]broker.Account, er
 	if err != nil {
 		return nil, err
 	}
+	grants, err := c.store.ListSkillGrants(ctx)
+	if err != nil {
+		return nil, err
+	}
 	accts := make([]broker.Account, 0, len(devs)+len(ints)+len(ops)+len(c.cfg.LocalAccounts))
 	for _, d := range devs {
-		accts = append(accts, broker.DeviceAccount(d.ID, d.SecretHash, d.SkillKey, d.KeyVersion))
+		a := broker.DeviceAccount(d.ID, d.SecretHash, d.SkillKey, d.KeyVersion)
+		a.SkillGrants = skillGrantsOf(grants, d.ID)
+		accts = append(accts, a)
 	}
 	for _, i := range ints {
 		accts = append(accts, broker.IntegrationAccount(i.Name, i.SecretHash, i.Allow...))

@@ -31,6 +31,7 @@ type Store interface {
 	fleet.AssignmentService
 	fleet.RolloutService
 	fleet.AuditService
+	fleet.GrantService
 }
 
 // Broker is what the controller needs of the embedded broker; *broker.Broker

@@ -46,4 +46,8 @@ type Fleet interface {
 	AbortRollout(ctx context.Context, actor string, id int64, rollback bool) (*fleet.Rollout, error)
 
 	ListAudit(ctx context.Context, f fleet.AuditFilter, limit int) ([]*fleet.AuditEntry, error)
+
+	ListSkillGrants(ctx context.Context) ([]*fleet.SkillGrant, error)
+	PutSkillGrant(ctx context.Context, actor string, g *fleet.SkillGrant) (*fleet.SkillGrant, error)
+	RemoveSkillGrant(ctx context.Context, actor, skill, device string) error
 }

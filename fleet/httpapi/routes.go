@@ -47,6 +47,10 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/routes/{satellite}", op(s.putRoute))
 	mux.HandleFunc("DELETE /v1/routes/{satellite}", op(s.removeRoute))
 
+	mux.HandleFunc("GET /v1/skill-grants", op(s.listSkillGrants))
+	mux.HandleFunc("PUT /v1/skill-grants/{skill}", op(s.putSkillGrant))
+	mux.HandleFunc("DELETE /v1/skill-grants/{skill}", op(s.removeSkillGrant))
+
 	mux.HandleFunc("GET /v1/audit", op(s.listAudit))
 	mux.HandleFunc("GET /v1/export/mosquitto", op(s.exportMosquitto))
 	mux.HandleFunc("POST /v1/emqx/authn", s.brokerAuth(s.emqxAuthn))

@@ -109,6 +109,9 @@ func (db *DB) DeleteDevice(ctx context.Context, id string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM assignments WHERE target_kind = 'device' AND target_value = ?`, id); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM skill_grants WHERE device = ?`, id); err != nil {
+			return err
+		}
 		return cancelDeviceExecutions(ctx, tx, id)
 	})
 }
