@@ -22,6 +22,9 @@ type Broker struct {
 	policy *policy
 	tcp    *tcpListener
 	ws     *wsListener
+	store  *store // nil without a DataDir
+	expiry *retainedExpiry
+	swept  bool // expiry's sweeper runs (mochi's is stopped)
 
 	subID     atomic.Int64
 	closeOnce sync.Once
@@ -71,6 +74,10 @@ func (b *Broker) start() error {
 	if err := b.srv.AddHook(b.policy, nil); err != nil {
 		return fmt.Errorf("add policy hook: %w", err)
 	}
+	b.expiry = newRetainedExpiry(b.srv)
+	if err := b.srv.AddHook(b.expiry, nil); err != nil {
+		return fmt.Errorf("add retained expiry hook: %w", err)
+	}
 	if b.cfg.DataDir != "" {
 		if err := os.MkdirAll(b.cfg.DataDir, 0o700); err != nil {
 			return fmt.Errorf("broker data dir: %w", err)
@@ -83,6 +90,8 @@ func (b *Broker) start() error {
 			_ = st.Stop()
 			return fmt.Errorf("add store hook: %w", err)
 		}
+		b.store = st
+		b.expiry.onExpired = st.OnRetainedExpired
 	}
 	var err error
 	if b.tcp, err = listenTCP("mqtt", b.cfg.MQTTListen, b.cfg.TLS); err != nil {
@@ -101,6 +110,9 @@ func (b *Broker) start() error {
 	}
 	if err := b.srv.Serve(); err != nil {
 		return fmt.Errorf("serve mqtt: %w", err)
+	}
+	if b.swept = b.expiry.start(); !b.swept {
+		b.cfg.Logger.Warn("mochi's retained expiry sweep not found; it keeps running (copies every retained message each second)")
 	}
 	return nil
 }
@@ -166,6 +178,9 @@ func (b *Broker) Close() error {
 		}
 		if b.ws != nil {
 			_ = b.ws.ln.Close()
+		}
+		if b.swept {
+			b.expiry.stop()
 		}
 		for _, cl := range b.srv.Clients.GetAll() {
 			if !cl.Net.Inline {

@@ -8,3 +8,12 @@ func (b *Broker) HasRetained(topic string) bool {
 
 // RateLimitedClients counts the clients holding a publish rate bucket (tests only).
 func (b *Broker) RateLimitedClients() int { return b.policy.limits.len() }
+
+// Inflight returns the number of QoS messages in flight for a client id (-1: unknown).
+func (b *Broker) Inflight(clientID string) int {
+	cl, ok := b.srv.Clients.Get(clientID)
+	if !ok {
+		return -1
+	}
+	return cl.State.Inflight.Len()
+}

@@ -124,6 +124,7 @@ func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 			p.log.Info("retained publish refused", "client", cl.ID, "topic", pk.TopicName)
 			return pk, refusal(cl, pk)
 		}
+		ownStrings(&pk)
 		return pk, nil
 	}
 	if e := pk.Properties.MessageExpiryInterval; p.maxExpiry > 0 && (e == 0 || e > p.maxExpiry) {

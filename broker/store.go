@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/storage"
+	"github.com/mochi-mqtt/server/v2/packets"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
@@ -19,26 +22,91 @@ import (
 // survive a broker restart. mochi ships no SQLite hook; SQLite is already the
 // fleet's store, so one more engine (bolt, badger) would only add weight.
 //
-// Hooks run on client goroutines, so they never touch the database: they
-// record the latest value per key in pending, and one writer goroutine flushes
-// pending in a transaction every flushEvery. Writes to one key coalesce, so
-// memory is bounded by the number of distinct keys. Close flushes what is left.
+// Hooks run on client goroutines, so they never touch the database and do no
+// encoding: they record the latest change per key in pending (the packet or
+// struct itself, not its JSON), and one writer goroutine encodes and flushes
+// pending in a transaction every flushEvery. Changes to one key coalesce (an
+// in-flight message acknowledged within the window is one DELETE, never
+// encoded), so memory is bounded by the number of distinct keys. Close
+// flushes what is left.
+//
+// Only sessions that outlive their connection are stored: a clean session
+// (MQTT 5 session expiry 0, or MQTT 3 clean session) cannot be resumed after
+// a restart, so its client record and its in-flight messages are never written.
 type store struct {
 	mqtt.HookBase
 	db  *sql.DB
 	log *slog.Logger
 
+	// clean holds the connected clients whose session ends with their
+	// connection, decided once at OnSessionEstablished: mochi may change a
+	// client's session expiry on its own goroutine (DISCONNECT), so it is not
+	// read again from other goroutines. A client not in it (one restored from
+	// the store, or not yet established) is treated as persistent.
+	clean sync.Map // *mqtt.Client → struct{}
+
 	mu      sync.Mutex
-	pending map[string]*row // key -> latest value; nil value = delete
+	pending map[storeKey]change // latest change per key
+
+	failed int // consecutive failed writes (writer goroutine only)
 
 	kick chan struct{}
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
-type row struct {
-	kind  string
-	value []byte // nil deletes the key
+// storeKey identifies one stored row without building its string on the
+// packet path; key() renders the row key mochi's storage layout uses.
+type storeKey struct {
+	kind   byte   // kindClient, kindSubscription, kindRetained, kindInflight
+	id     uint16 // packet id (in-flight)
+	client string // client id (client, subscription, in-flight)
+	name   string // filter (subscription) or topic (retained)
+}
+
+const (
+	kindClient byte = iota + 1
+	kindSubscription
+	kindRetained
+	kindInflight
+)
+
+func (k storeKey) kindName() string {
+	switch k.kind {
+	case kindClient:
+		return storage.ClientKey
+	case kindSubscription:
+		return storage.SubscriptionKey
+	case kindRetained:
+		return storage.RetainedKey
+	default:
+		return storage.InflightKey
+	}
+}
+
+// key is the row key: CL_<id>, SUB_<id>:<filter>, RET_<topic>, IFM_<id>:<packet id>.
+func (k storeKey) key() string {
+	switch k.kind {
+	case kindClient:
+		return storage.ClientKey + "_" + k.client
+	case kindSubscription:
+		return storage.SubscriptionKey + "_" + k.client + ":" + k.name
+	case kindRetained:
+		return storage.RetainedKey + "_" + k.name
+	default:
+		return storage.InflightKey + "_" + k.client + ":" + strconv.FormatUint(uint64(k.id), 10)
+	}
+}
+
+// change is a pending write: del, or a value encoded by the writer. A
+// message (retained, in-flight) is kept as mochi's packet, which mochi never
+// mutates once decoded (every read gets fresh buffers).
+type change struct {
+	del    bool
+	value  any            // *storage.Client or *storage.Subscription
+	pk     packets.Packet // retained or in-flight message
+	client string         // who sent (retained) or receives (in-flight) pk
+	sent   int64
 }
 
 const flushEvery = 50 * time.Millisecond
@@ -61,7 +129,7 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open broker store %s: %w", path, err)
 	}
-	s := &store{db: db, log: log, pending: make(map[string]*row), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &store{db: db, log: log, pending: make(map[storeKey]change), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -69,29 +137,22 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 
 func (s *store) ID() string { return "chorus-store" }
 
+// Provides is asked for every event of every client, so it is a switch
+// rather than a search.
 func (s *store) Provides(b byte) bool {
-	return bytes.Contains([]byte{
-		mqtt.OnSessionEstablished, mqtt.OnDisconnect, mqtt.OnSubscribed, mqtt.OnUnsubscribed,
+	switch b {
+	case mqtt.OnSessionEstablished, mqtt.OnDisconnect, mqtt.OnSubscribed, mqtt.OnUnsubscribed,
 		mqtt.OnRetainMessage, mqtt.OnWillSent, mqtt.OnQosPublish, mqtt.OnQosComplete,
 		mqtt.OnQosDropped, mqtt.OnClientExpired, mqtt.OnRetainedExpired,
-		mqtt.StoredClients, mqtt.StoredSubscriptions, mqtt.StoredInflightMessages, mqtt.StoredRetainedMessages,
-	}, []byte{b})
-}
-
-func (s *store) set(key, kind string, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		s.log.Error("broker store: encode", "key", key, "error", err)
-		return
+		mqtt.StoredClients, mqtt.StoredSubscriptions, mqtt.StoredInflightMessages, mqtt.StoredRetainedMessages:
+		return true
 	}
-	s.put(key, &row{kind: kind, value: b})
+	return false
 }
 
-func (s *store) del(key string) { s.put(key, &row{}) }
-
-func (s *store) put(key string, r *row) {
+func (s *store) put(k storeKey, c change) {
 	s.mu.Lock()
-	s.pending[key] = r
+	s.pending[k] = c
 	s.mu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
@@ -99,22 +160,24 @@ func (s *store) put(key string, r *row) {
 	}
 }
 
+func (s *store) del(k storeKey) { s.put(k, change{del: true}) }
+
 // writer owns the database writes.
 func (s *store) writer() {
 	defer s.wg.Done()
 	for {
 		select {
 		case <-s.done:
-			s.flush()
+			s.final()
 			return
 		case <-s.kick:
 		}
 		s.flush()
 		select { // batch what arrives in the next moment
 		case <-s.done:
-			s.flush()
+			s.final()
 			return
-		case <-time.After(flushEvery):
+		case <-time.After(s.pause()):
 		}
 	}
 }
@@ -122,34 +185,113 @@ func (s *store) writer() {
 func (s *store) flush() {
 	s.mu.Lock()
 	batch := s.pending
-	s.pending = make(map[string]*row)
-	s.mu.Unlock()
 	if len(batch) == 0 {
+		s.mu.Unlock()
+		return // pending stays the hooks' map: not read here after the unlock
+	}
+	s.pending = make(map[storeKey]change, len(batch)/2)
+	s.mu.Unlock()
+	if err := s.write(batch); err != nil {
+		s.requeue(batch)
+		if s.failed++; s.failed == 1 {
+			s.log.Error("broker store: write failed; retained messages and sessions are kept in memory and the write is retried",
+				"rows", len(batch), "retry_every", retryEvery, "error", err)
+		}
 		return
 	}
-	if err := s.write(batch); err != nil {
-		s.log.Error("broker store: write", "rows", len(batch), "error", err)
+	if s.failed > 0 {
+		s.log.Info("broker store: write recovered", "failed_attempts", s.failed)
+		s.failed = 0
 	}
 }
 
-func (s *store) write(batch map[string]*row) error {
+// retryEvery paces the writer while writes fail (a full disk or database, a
+// lock held past the busy timeout).
+const retryEvery = time.Second
+
+// requeue puts a batch that failed back into pending, under the changes
+// made since, which are newer: nothing is lost while the store cannot
+// write, and memory stays bounded by the number of distinct keys.
+func (s *store) requeue(batch map[storeKey]change) {
+	s.mu.Lock()
+	for k, c := range batch {
+		if _, newer := s.pending[k]; !newer {
+			s.pending[k] = c
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pause is how long the writer waits between flushes.
+func (s *store) pause() time.Duration {
+	if s.failed > 0 {
+		return retryEvery
+	}
+	return flushEvery
+}
+
+// final is the last flush, at Stop; what it cannot write is lost and said so.
+func (s *store) final() {
+	s.flush()
+	if s.failed > 0 {
+		s.mu.Lock()
+		n := len(s.pending)
+		s.mu.Unlock()
+		s.log.Error("broker store: closed with changes it could not write", "rows", n)
+	}
+}
+
+func (s *store) write(batch map[storeKey]change) error {
 	tx, err := s.db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	for key, r := range batch {
-		if r.value == nil {
-			_, err = tx.Exec(`DELETE FROM mqtt_state WHERE key = ?`, key)
-		} else {
-			_, err = tx.Exec(`INSERT INTO mqtt_state(key, kind, value) VALUES(?, ?, ?)
-				ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value`, key, r.kind, r.value)
+	var upsert, remove *sql.Stmt
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for k, c := range batch {
+		if c.del {
+			if remove == nil {
+				if remove, err = tx.Prepare(`DELETE FROM mqtt_state WHERE key = ?`); err != nil {
+					return err
+				}
+			}
+			if _, err := remove.Exec(k.key()); err != nil {
+				return err
+			}
+			continue
 		}
-		if err != nil {
+		buf.Reset()
+		if err := enc.Encode(s.value(k, c)); err != nil {
+			s.log.Error("broker store: encode", "key", k.key(), "error", err)
+			continue
+		}
+		if upsert == nil {
+			if upsert, err = tx.Prepare(`INSERT INTO mqtt_state(key, kind, value) VALUES(?, ?, ?)
+				ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value`); err != nil {
+				return err
+			}
+		}
+		if _, err := upsert.Exec(k.key(), k.kindName(), bytes.TrimSuffix(buf.Bytes(), []byte("\n"))); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
+}
+
+// value is what is stored for a change: mochi's storage types, as JSON.
+func (s *store) value(k storeKey, c change) any {
+	switch k.kind {
+	case kindRetained, kindInflight:
+		return message(k, c.client, c.pk, c.sent)
+	default:
+		return c.value
+	}
 }
 
 // Stop flushes pending writes and closes the database; mochi calls it from Close.

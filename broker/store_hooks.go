@@ -9,20 +9,45 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// Keys follow mochi's storage package so the layout reads like its other hooks.
-func clientKey(id string) string          { return storage.ClientKey + "_" + id }
-func subscriptionKey(id, f string) string { return storage.SubscriptionKey + "_" + id + ":" + f }
-func retainedKey(topic string) string     { return storage.RetainedKey + "_" + topic }
-func inflightKey(id string, pk packets.Packet) string {
-	return storage.InflightKey + "_" + id + ":" + pk.FormatID()
+// expiresWithConnection reports whether cl's session ends when its network
+// connection does: MQTT 5 session expiry 0 [MQTT-3.1.2-11], or an MQTT 3
+// clean session. mochi uses the same test when a client disconnects.
+func expiresWithConnection(cl *mqtt.Client) bool {
+	if cl.Properties.ProtocolVersion == 5 {
+		return cl.Properties.Props.SessionExpiryInterval == 0
+	}
+	return cl.Properties.Clean
 }
 
-func (s *store) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) { s.saveClient(cl) }
-func (s *store) OnWillSent(cl *mqtt.Client, _ packets.Packet)           { s.saveClient(cl) }
+// persistent reports whether cl's session may be resumed after a restart, so
+// its state must be stored. It runs on any goroutine (deliveries run on the
+// publisher's), so it reads only what OnSessionEstablished decided.
+func (s *store) persistent(cl *mqtt.Client) bool {
+	_, clean := s.clean.Load(cl)
+	return !clean
+}
+
+// OnSessionEstablished stores a persistent session's client record. A clean
+// session is not stored, and a record left by an earlier persistent session
+// of the same client id is deleted: that session ended now [MQTT-3.1.2-4].
+func (s *store) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
+	if expiresWithConnection(cl) {
+		s.clean.Store(cl, struct{}{})
+		s.del(storeKey{kind: kindClient, client: cl.ID})
+		return
+	}
+	s.saveClient(cl)
+}
+
+func (s *store) OnWillSent(cl *mqtt.Client, _ packets.Packet) {
+	if s.persistent(cl) {
+		s.saveClient(cl)
+	}
+}
 
 func (s *store) saveClient(cl *mqtt.Client) {
 	props := cl.Properties.Props.Copy(false)
-	s.set(clientKey(cl.ID), storage.ClientKey, &storage.Client{
+	s.put(storeKey{kind: kindClient, client: cl.ID}, change{value: &storage.Client{
 		ID:              cl.ID,
 		T:               storage.ClientKey,
 		Remote:          cl.Net.Remote,
@@ -42,62 +67,97 @@ func (s *store) saveClient(cl *mqtt.Client) {
 			MaximumPacketSize:     props.MaximumPacketSize,
 		},
 		Will: storage.ClientWill(cl.Properties.Will),
-	})
+	}})
 }
 
-// OnDisconnect forgets a session that expires with its connection; a
-// persistent session stays stored until OnClientExpired.
+// OnDisconnect forgets a persistent session that expires with this
+// connection (its expiry set to 0 at DISCONNECT); an unexpired one stays
+// stored until OnClientExpired. A clean session was never stored.
 func (s *store) OnDisconnect(cl *mqtt.Client, _ error, expire bool) {
+	if _, clean := s.clean.LoadAndDelete(cl); clean {
+		return
+	}
 	if !expire || cl.StopCause() == packets.ErrSessionTakenOver {
 		return
 	}
-	s.del(clientKey(cl.ID))
+	s.del(storeKey{kind: kindClient, client: cl.ID})
 }
 
-func (s *store) OnClientExpired(cl *mqtt.Client) { s.del(clientKey(cl.ID)) }
+func (s *store) OnClientExpired(cl *mqtt.Client) { s.del(storeKey{kind: kindClient, client: cl.ID}) }
 
 func (s *store) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) {
+	if !s.persistent(cl) {
+		return // a clean session's subscriptions end with it
+	}
 	for i, f := range pk.Filters {
 		if i < len(codes) && codes[i] >= 0x80 {
 			continue // refused subscriptions are not part of the session
 		}
-		key := subscriptionKey(cl.ID, f.Filter)
-		s.set(key, storage.SubscriptionKey, &storage.Subscription{
-			ID: key, T: storage.SubscriptionKey, Client: cl.ID, Qos: f.Qos, Filter: f.Filter,
+		k := storeKey{kind: kindSubscription, client: cl.ID, name: f.Filter}
+		s.put(k, change{value: &storage.Subscription{
+			ID: k.key(), T: storage.SubscriptionKey, Client: cl.ID, Qos: f.Qos, Filter: f.Filter,
 			Identifier: f.Identifier, NoLocal: f.NoLocal, RetainHandling: f.RetainHandling,
 			RetainAsPublished: f.RetainAsPublished,
-		})
+		}})
 	}
 }
 
 func (s *store) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
+	if !s.persistent(cl) {
+		return
+	}
 	for _, f := range pk.Filters {
-		s.del(subscriptionKey(cl.ID, f.Filter))
+		s.del(storeKey{kind: kindSubscription, client: cl.ID, name: f.Filter})
 	}
 }
 
 func (s *store) OnRetainMessage(cl *mqtt.Client, pk packets.Packet, r int64) {
+	k := storeKey{kind: kindRetained, name: pk.TopicName}
 	if r == -1 {
-		s.del(retainedKey(pk.TopicName))
+		s.del(k)
 		return
 	}
-	s.set(retainedKey(pk.TopicName), storage.RetainedKey, message(retainedKey(pk.TopicName), storage.RetainedKey, cl.ID, pk, 0))
+	s.put(k, change{pk: pk, client: cl.ID})
 }
 
-func (s *store) OnRetainedExpired(topic string) { s.del(retainedKey(topic)) }
+func (s *store) OnRetainedExpired(topic string) { s.del(storeKey{kind: kindRetained, name: topic}) }
 
+// OnQosPublish records an in-flight message of a persistent session, so it is
+// re-sent after a restart [MQTT-4.4.0-1]. Two kinds are skipped: those of a
+// clean session, which a restart ends anyway, and mochi's own PUBACK for an
+// inbound QoS 1 publish (ownAck).
 func (s *store) OnQosPublish(cl *mqtt.Client, pk packets.Packet, sent int64, _ int) {
-	key := inflightKey(cl.ID, pk)
-	s.set(key, storage.InflightKey, message(key, storage.InflightKey, cl.ID, pk, sent))
+	if ownAck(pk) || !s.persistent(cl) {
+		return
+	}
+	s.put(storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID}, change{pk: pk, client: cl.ID, sent: sent})
 }
 
-func (s *store) OnQosComplete(cl *mqtt.Client, pk packets.Packet) { s.del(inflightKey(cl.ID, pk)) }
-func (s *store) OnQosDropped(cl *mqtt.Client, pk packets.Packet)  { s.del(inflightKey(cl.ID, pk)) }
+func (s *store) OnQosComplete(cl *mqtt.Client, pk packets.Packet) { s.forgetInflight(cl, pk) }
+func (s *store) OnQosDropped(cl *mqtt.Client, pk packets.Packet)  { s.forgetInflight(cl, pk) }
 
-func message(key, kind, client string, pk packets.Packet, sent int64) *storage.Message {
-	props := pk.Properties.Copy(false)
+func (s *store) forgetInflight(cl *mqtt.Client, pk packets.Packet) {
+	if ownAck(pk) || !s.persistent(cl) {
+		return
+	}
+	s.del(storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID})
+}
+
+// ownAck reports whether pk is mochi's PUBACK for an inbound QoS 1 publish:
+// mochi sets it in flight and completes it before reading the next packet,
+// so there is nothing to re-send after a restart. The server builds it and
+// stamps Created; a subscriber's PUBACK completing an outbound message comes
+// off the wire without it. Storing it would also overwrite (and its
+// completion delete) an outbound message of the same client with the same
+// packet id, since both share the row key.
+func ownAck(pk packets.Packet) bool { return pk.FixedHeader.Type == packets.Puback && pk.Created != 0 }
+
+// message is the stored form of a retained or in-flight packet; the writer
+// builds it, off the packet path.
+func message(k storeKey, client string, pk packets.Packet, sent int64) *storage.Message {
+	props := pk.Properties
 	return &storage.Message{
-		ID: key, T: kind, Client: client, Origin: pk.Origin, FixedHeader: pk.FixedHeader,
+		ID: k.key(), T: k.kindName(), Client: client, Origin: pk.Origin, FixedHeader: pk.FixedHeader,
 		TopicName: pk.TopicName, Payload: pk.Payload, Sent: sent, Created: pk.Created,
 		// Without the id an in-flight message comes back as id 0 after a
 		// restart, and re-sending it drops the client's connection every

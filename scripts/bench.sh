@@ -3,7 +3,7 @@
 # and the three `chorus bench` commands at the issue's sizes, each bounded in
 # time. Writes bench-results/*.json and bench-results/summary.txt.
 #
-#   scripts/bench.sh                 # everything (about 5 minutes on 2 cores)
+#   scripts/bench.sh                 # everything (10-20 minutes on 2 cores; every step has a timeout)
 #   FLEET_SIZES="1000" scripts/bench.sh
 #   MOSQUITTO_URL=mqtt://127.0.0.1:1884 scripts/bench.sh   # also load Mosquitto
 set -euo pipefail
@@ -26,21 +26,25 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 load() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 echo "== build"
-go build -o "$BIN" ./cmd/chorus
+# As scripts/build.sh ships it (static, stripped): the agent's resident size
+# includes the pages of its binary, and a cgo build also maps libc.
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$BIN" ./cmd/chorus
 
 echo "== go test -bench (hot paths)"
 load >> "$out/summary.txt"
-go test -run '^$' -bench . -benchmem -benchtime 1s \
+# A failing step is noted in the summary and the next one runs.
+fail() { echo "$1: FAILED or timed out (see its output above)" | tee -a "$out/summary.txt"; }
+timeout 900 go test -run '^$' -bench . -benchmem -benchtime 1s \
   ./gateway/envelope ./gateway/topic ./broker ./fleet/catalog ./fleet/sqlite ./fleet/controller ./device/discovery \
-  | tee "$out/gobench.txt"
-grep -E '^(Benchmark|ok|FAIL)' "$out/gobench.txt" >> "$out/summary.txt"
+  | tee "$out/gobench.txt" || fail "go test -bench"
+grep -E '^(Benchmark|ok|FAIL)' "$out/gobench.txt" >> "$out/summary.txt" || true
 
 echo "== chorus bench broker"
 load >> "$out/summary.txt"
 args=()
 if [ -n "${MOSQUITTO_URL:-}" ]; then args+=(--mqtt-url "$MOSQUITTO_URL"); fi
-timeout 600 "$BIN" bench broker --json "${args[@]}" > "$out/broker.json"
-python3 - "$out/broker.json" >> "$out/summary.txt" <<'PY'
+timeout 900 "$BIN" bench broker --json "${args[@]}" > "$out/broker.json" || fail "bench broker"
+python3 - "$out/broker.json" >> "$out/summary.txt" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("broker (deliveries/s, p99 ms):")
@@ -53,16 +57,17 @@ PY
 echo "== chorus bench agent"
 load >> "$out/summary.txt"
 for n in 20 100; do
-  timeout 180 "$BIN" bench agent --skills "$n" --discover 1000 --json > "$out/agent-$n.json"
-  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f\"agent {r['skills']} skills: ready {r['start_to_ready_ms']:.0f} ms, idle VmRSS {r['agent_idle_vm_rss_mib']:.1f} MiB (HWM {r['agent_vm_hwm_mib']:.1f}), {r['skill_processes']} skill processes {r['skill_processes_vm_rss_mib']:.1f} MiB, discovery of {r['discovery_dirs']} dirs {r['discovery_ms']:.0f} ms (rescan {r['rescan_discovery_ms']:.0f} ms), bus rescan {r['rescan_bus_round_trip_ms']:.1f} ms\")" "$out/agent-$n.json" >> "$out/summary.txt"
+  timeout 180 "$BIN" bench agent --skills "$n" --discover 1000 --json > "$out/agent-$n.json" || { fail "bench agent --skills $n"; continue; }
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f\"agent {r['skills']} skills: ready {r['start_to_ready_ms']:.0f} ms, idle VmRSS {r['agent_idle_vm_rss_mib']:.1f} MiB (HWM {r['agent_vm_hwm_mib']:.1f}; anonymous {r['agent_idle_rss_anon_mib']:.1f}, binary {r['agent_idle_rss_file_mib']:.1f}), {r['skill_processes']} skill processes {r['skill_processes_vm_rss_mib']:.1f} MiB, discovery of {r['discovery_dirs']} dirs {r['discovery_ms']:.0f} ms (rescan {r['rescan_discovery_ms']:.0f} ms), bus rescan {r['rescan_bus_round_trip_ms']:.1f} ms\")" "$out/agent-$n.json" >> "$out/summary.txt"
 done
 
 for n in $FLEET_SIZES; do
   echo "== chorus bench fleet --devices $n"
   load >> "$out/summary.txt"
   deadline=$(( n < 2000 ? 180 : 300 ))
-  if timeout $((deadline + 60)) "$BIN" bench fleet --devices "$n" --deadline "${deadline}s" --json > "$out/fleet-$n.json"; then :; else
-    echo "fleet $n: FAILED or timed out (see the JSON and stderr)" >> "$out/summary.txt"
+  if timeout $((deadline + 60)) "$BIN" bench fleet --devices "$n" --deadline "${deadline}s" --json \
+      --heapprofile "$out/fleet-$n-heap" > "$out/fleet-$n.json"; then :; else
+    fail "bench fleet --devices $n"
   fi
   python3 - "$out/fleet-$n.json" >> "$out/summary.txt" <<'PY' || true
 import json, sys
@@ -72,6 +77,8 @@ for p in r["phases"]:
     d = p["device_convergence"]
     print(f"  {p['action']:9s} per device p50 {d['p50_ms']:.0f} ms p95 {d['p95_ms']:.0f} ms max {d['max_ms']:.0f} ms ({d['converged']}/{d['devices']}); total {p['total_ms']:.0f} ms, {p['state']} {p.get('error','')}")
 g, b = r.get("gateway_process", {}), r.get("broker", {})
+for ph, m in r.get("gateway_go_memory", {}).items():
+    print(f"  go memory at {ph}: heap in use {m['heap_inuse_mib']:.0f} MiB, stacks {m['stack_inuse_mib']:.0f} MiB, runtime total {m['sys_mib']:.0f} MiB, {m['goroutines']} goroutines")
 print(f"  gateway VmHWM {g.get('vm_hwm_mib', 0):.0f} MiB, CPU {g.get('cpu_s_both_rollouts', 0):.1f} s (both rollouts); broker {b.get('messages_received')} msgs in / {b.get('messages_sent')} out, {b.get('bytes_received')} B in / {b.get('bytes_sent')} B out, writes pending {b.get('max_client_writes_pending')}")
 print(f"  enrol: {r['enrol']}; device errors {r['device_errors']}")
 PY

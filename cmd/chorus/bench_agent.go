@@ -37,6 +37,8 @@ type agentReport struct {
 	StartToReadyMs  float64 `json:"start_to_ready_ms"`
 	AgentRSSMiB     float64 `json:"agent_idle_vm_rss_mib"`
 	AgentHWMMiB     float64 `json:"agent_vm_hwm_mib"`
+	AgentAnonMiB    float64 `json:"agent_idle_rss_anon_mib"` // heap, stacks, runtime
+	AgentFileMiB    float64 `json:"agent_idle_rss_file_mib"` // pages of the binary
 	SkillProcs      int     `json:"skill_processes"`
 	SkillProcsRSSMi float64 `json:"skill_processes_vm_rss_mib"`
 	Load            string  `json:"machine_load"`
@@ -68,8 +70,8 @@ func (a *app) newBenchAgentCmd() *cobra.Command {
 			w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(w, "skills\t%d\nstart to ready\t%.0f ms\ndiscovery of %d dirs\t%.1f ms (rescan %.1f ms)\nbus rescan round trip\t%.1f ms\n",
 				rep.Skills, rep.StartToReadyMs, rep.DiscoverDirs, rep.DiscoverMs, rep.RescanMs, rep.BusRescanMs)
-			fmt.Fprintf(w, "agent idle VmRSS\t%.1f MiB (VmHWM %.1f MiB)\nskill processes\t%d, %.1f MiB RSS in all\nmachine load\t%s\n",
-				rep.AgentRSSMiB, rep.AgentHWMMiB, rep.SkillProcs, rep.SkillProcsRSSMi, rep.Load)
+			fmt.Fprintf(w, "agent idle VmRSS\t%.1f MiB (VmHWM %.1f MiB; anonymous %.1f MiB, binary and other files %.1f MiB)\nskill processes\t%d, %.1f MiB RSS in all\nmachine load\t%s\n",
+				rep.AgentRSSMiB, rep.AgentHWMMiB, rep.AgentAnonMiB, rep.AgentFileMiB, rep.SkillProcs, rep.SkillProcsRSSMi, rep.Load)
 			return w.Flush()
 		},
 	}
@@ -182,6 +184,7 @@ func (a *app) runBenchAgent(ctx context.Context, dir string, n int, idle time.Du
 		return err
 	}
 	rep.AgentRSSMiB, rep.AgentHWMMiB = float64(m.RSSKiB)/1024, float64(m.HWMKiB)/1024
+	rep.AgentAnonMiB, rep.AgentFileMiB = float64(m.AnonKiB)/1024, float64(m.FileKiB)/1024
 	procs, kib := agentbench.ChildrenMemory(child.Process.Pid)
 	rep.SkillProcs, rep.SkillProcsRSSMi = procs, float64(kib)/1024
 	rep.Notes = append(rep.Notes, "start_to_ready: exec of `chorus agent` → the retained skills report lists every skill loaded (phal_timeout 0, ready: on-start)")

@@ -31,7 +31,7 @@ type benchFleetFlags struct {
 	writesPending                                    int32
 	deadline                                         time.Duration
 	jsonOut, inProcessDevices                        bool
-	server, token, mqttURL, cpuProfile               string
+	server, token, mqttURL, cpuProfile, heapProfile  string
 }
 
 // fleetReport is `chorus bench fleet --json`.
@@ -46,6 +46,7 @@ type fleetReport struct {
 	Phases        []fleetbench.PhaseResult  `json:"phases"`
 	Broker        map[string]any            `json:"broker,omitempty"`
 	Gateway       map[string]any            `json:"gateway_process,omitempty"`
+	GoMemory      map[string]goMem          `json:"gateway_go_memory,omitempty"` // phase → runtime.MemStats summary
 	DeviceSide    map[string]any            `json:"device_side"`
 	SQLite        map[string]any            `json:"sqlite,omitempty"`
 	Errors        fleetbench.Errors         `json:"device_errors"`
@@ -99,6 +100,7 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as JSON")
 	fl.BoolVar(&f.inProcessDevices, "in-process-devices", false, "run the simulated devices in this process (default: a child `chorus bench fleet-devices`, so the gateway's CPU and RSS are its own)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the gateway process (go tool pprof)")
+	fl.StringVar(&f.heapProfile, "heapprofile", "", "write heap profiles of the gateway process to PREFIX.<phase>.pb.gz at every phase boundary (go tool pprof)")
 	fl.StringVar(&f.server, "server", "", "target a running gateway's HTTP URL instead of starting one (needs --token and --mqtt-url)")
 	fl.StringVar(&f.token, "token", "", "operator token of --server")
 	fl.StringVar(&f.mqttURL, "mqtt-url", "", "broker of --server, mqtt://host:port")
@@ -112,7 +114,7 @@ func (a *app) benchFleet(ctx context.Context, f benchFleetFlags) (*fleetReport, 
 	}
 	defer os.RemoveAll(dir)
 	rep := &fleetReport{Devices: f.devices, LocalSkills: f.skills, Enrol: map[string]float64{}, Load: loadAvg(), DeviceSide: map[string]any{},
-		statsByPhase: map[string]broker.Stats{}, rusageByPhase: map[string]syscall.Rusage{}}
+		statsByPhase: map[string]broker.Stats{}, rusageByPhase: map[string]syscall.Rusage{}, GoMemory: map[string]goMem{}}
 	rep.DeviceProcess = "a child process (chorus bench fleet-devices)"
 	if f.inProcessDevices {
 		rep.DeviceProcess = "in this process"
@@ -171,6 +173,12 @@ func (a *app) benchFleetInProcess(ctx context.Context, f benchFleetFlags, dir st
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		rep.rusageByPhase[name] = ru
+		rep.GoMemory[name] = readGoMem()
+		if f.heapProfile != "" {
+			if err := writeHeapProfile(f.heapProfile, name); err != nil {
+				rep.Notes = append(rep.Notes, "heap profile: "+err.Error())
+			}
+		}
 	}
 	err = a.runFleetScenario(ctx, f, rep, dir, client, g.broker.Addr(), g.up.HTTPURL, creds,
 		fleetclient.Target{Kind: fleetclient.TargetAll}, phase)
@@ -279,6 +287,9 @@ func (a *app) runFleetScenario(ctx context.Context, f benchFleetFlags, rep *flee
 		return err
 	}
 	rep.SettleMs = ms(settle)
+	if phase != nil {
+		phase("settled")
+	}
 	sv, err := sc.Publish(ctx)
 	if err != nil {
 		return fmt.Errorf("publish the bench skill: %w", err)

@@ -65,8 +65,10 @@ func TimeDiscovery(root string) (time.Duration, int, error) {
 
 // Memory is a process's resident memory, from /proc/<pid>/status.
 type Memory struct {
-	RSSKiB int64 `json:"vm_rss_kib"` // VmRSS: resident now
-	HWMKiB int64 `json:"vm_hwm_kib"` // VmHWM: peak resident
+	RSSKiB  int64 `json:"vm_rss_kib"`   // VmRSS: resident now
+	HWMKiB  int64 `json:"vm_hwm_kib"`   // VmHWM: peak resident
+	AnonKiB int64 `json:"rss_anon_kib"` // RssAnon: heap, stacks, runtime
+	FileKiB int64 `json:"rss_file_kib"` // RssFile: mapped pages of the binary (and other files)
 }
 
 // ProcMemory reads VmRSS and VmHWM of pid (0 = this process).
@@ -96,6 +98,10 @@ func ProcMemory(pid int) (Memory, error) {
 			m.RSSKiB = n
 		case "VmHWM":
 			m.HWMKiB = n
+		case "RssAnon":
+			m.AnonKiB = n
+		case "RssFile":
+			m.FileKiB = n
 		}
 	}
 	if m.HWMKiB == 0 {
