@@ -27,14 +27,16 @@ func newBucket(rate float64, burst int, now time.Time) *bucket {
 }
 
 // allow takes a token if one is available at now. A clock that steps back
-// refills nothing rather than draining the bucket.
+// refills nothing and the count goes on from the new time: keeping the old
+// time instead would refuse the client until the clock caught up (an hour
+// after a one-hour step). A step forward refills at most the burst.
 func (b *bucket) allow(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if d := now.Sub(b.last); d > 0 {
 		b.tokens = min(b.burst, b.tokens+d.Seconds()*b.rate)
-		b.last = now
 	}
+	b.last = now
 	if b.tokens < 1 {
 		b.refused.Add(1)
 		return false

@@ -6,12 +6,15 @@ import (
 )
 
 // Error codes. The HTTP API maps them to status codes (invalid → 400,
-// not_found → 404, conflict → 409, internal → 500) and the CLI to exit codes.
+// not_found → 404, conflict → 409, unavailable → 503, internal → 500) and the CLI to exit codes.
 const (
 	EINVALID  = "invalid"   // the request breaks a rule; nothing changed
 	ENOTFOUND = "not_found" // the named thing does not exist
 	ECONFLICT = "conflict"  // it already exists, or differs from what exists
 	EINTERNAL = "internal"  // anything else: a bug or an I/O failure
+	// EUNAVAILABLE: the database cannot take the change now (busy past its
+	// timeout, disk or size limit full, I/O error); nothing changed, retry.
+	EUNAVAILABLE = "unavailable"
 )
 
 // Error is an application error: a code callers branch on and a message fit

@@ -52,6 +52,8 @@ fuzz ./device/discovery FuzzParseFrontmatter
 fuzz ./configs FuzzParse
 fuzz ./broker FuzzJSONDepth
 fuzz ./fleet/catalog FuzzSearchResolve
+fuzz ./fleet/httpapi FuzzRequestBody
+fuzz ./fleet/controller FuzzStatePayload
 
 echo "== go test -race"
 go test -race -timeout 30m -count=1 ./... 2>&1 | tee "$tmp/test.log"

@@ -101,9 +101,9 @@ func (c *Controller) deviceAssignments(ctx context.Context, device string, actio
 // resolvePackage resolves "id" or "id@version". The version matters only
 // to an install; an uninstall removes whatever version is installed.
 func (c *Controller) resolvePackage(ctx context.Context, pkg string, pin bool) (*fleet.SkillVersion, error) {
-	name, version, hasVersion := strings.Cut(strings.TrimSpace(pkg), "@")
-	if name == "" || (hasVersion && version == "") {
-		return nil, fleet.Errorf(fleet.EINVALID, "package %q: want a skill id or id@version", pkg)
+	name, version, hasVersion, err := parsePackage(pkg)
+	if err != nil {
+		return nil, err
 	}
 	v, err := c.Resolve(ctx, name)
 	if err != nil {
@@ -136,4 +136,21 @@ func skillRef(a *fleet.Assignment) string {
 		return a.SkillID
 	}
 	return a.SkillID + "@" + a.Version
+}
+
+// maxPackage caps one package name of a device request (a skill id is at
+// most 64 characters; the rest is room for a version and a fuzzy name).
+const maxPackage = 256
+
+// parsePackage splits a device request's package, "id" or "id@version",
+// around surrounding space.
+func parsePackage(pkg string) (name, version string, hasVersion bool, err error) {
+	if len(pkg) > maxPackage {
+		return "", "", false, fleet.Errorf(fleet.EINVALID, "package %q…: longer than %d bytes", truncate(pkg, 32), maxPackage)
+	}
+	name, version, hasVersion = strings.Cut(strings.TrimSpace(pkg), "@")
+	if name == "" || (hasVersion && version == "") {
+		return "", "", false, fleet.Errorf(fleet.EINVALID, "package %q: want a skill id or id@version", pkg)
+	}
+	return name, version, hasVersion, nil
 }

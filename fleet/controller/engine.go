@@ -55,6 +55,7 @@ func (c *Controller) enginePass(ctx context.Context) {
 		active[r.ID] = true
 	}
 	c.pruneRollouts(active)
+	c.gw.setRollouts(len(rs))
 	waiting := map[string]bool{}
 	// Oldest first: an older rollout's turn comes before a newer one's.
 	for i := len(rs) - 1; i >= 0; i-- {
@@ -181,11 +182,16 @@ func (c *Controller) endRollout(ctx context.Context, r *fleet.Rollout, n tally, 
 // timeOut ends the executions in progress for longer than the strategy's
 // timeout, and counts them in n (and in canaries). It lists the in-progress
 // executions only once the earliest deadline it knows of has passed.
+//
+// Ages are measured on the monotonic clock (see progress), never as the
+// wall clock minus a StartedAt read back from the store: a wall-clock step
+// (NTP setting the clock of a Pi without an RTC) would otherwise time out
+// every execution at once, or hold them an hour past their timeout.
 func (c *Controller) timeOut(ctx context.Context, r *fleet.Rollout, n tally, canaries []*fleet.Execution) error {
 	if r.Timeout <= 0 || n[fleet.ExecInProgress] == 0 {
 		return nil
 	}
-	now := c.cfg.Now()
+	now := time.Now() // monotonic reading
 	if at, ok := c.nextTimeout[r.ID]; ok && !now.After(at) {
 		return nil
 	}
@@ -194,9 +200,13 @@ func (c *Controller) timeOut(ctx context.Context, r *fleet.Rollout, n tally, can
 		return err
 	}
 	delete(c.nextTimeout, r.ID)
+	c.forgetProgress(r.ID, execs)
+	wall := c.cfg.Now()
 	for _, e := range execs {
-		if now.Sub(e.StartedAt) > r.Timeout {
+		p := c.progressOf(r, e, wall, now)
+		if p.credit+now.Sub(p.seen) > r.Timeout {
 			c.finish(ctx, e, fleet.ExecTimedOut, fmt.Sprintf("no result within %s", r.Timeout))
+			delete(c.inProgress, execKey{e.RolloutID, e.DeviceID})
 			n[fleet.ExecInProgress]--
 			n[fleet.ExecTimedOut]++
 			for _, k := range canaries {
@@ -206,17 +216,55 @@ func (c *Controller) timeOut(ctx context.Context, r *fleet.Rollout, n tally, can
 			}
 			continue
 		}
-		c.noteDeadline(r, e)
+		c.noteDeadline(r, p)
 	}
 	return nil
 }
 
-// noteDeadline remembers the earliest deadline of r's in-progress executions.
-func (c *Controller) noteDeadline(r *fleet.Rollout, e *fleet.Execution) {
+// progress is how the engine ages an in-progress execution: seen is the
+// monotonic clock's reading when this controller first saw it in progress
+// (when it started it, or at its first pass after a restart), and credit
+// the age it had then. An execution this controller started has no credit;
+// one found after a restart is credited its stored age by the wall clock,
+// kept within [0, timeout], so a clock that was stepped while the gateway
+// was down at worst restarts its timeout or ends it at the first pass.
+type progress struct {
+	seen   time.Time
+	credit time.Duration
+}
+
+// progressOf returns e's progress, recording it on first sight.
+func (c *Controller) progressOf(r *fleet.Rollout, e *fleet.Execution, wall, now time.Time) progress {
+	k := execKey{e.RolloutID, e.DeviceID}
+	p, ok := c.inProgress[k]
+	if !ok {
+		p = progress{seen: now, credit: min(max(wall.Sub(e.StartedAt), 0), r.Timeout)}
+		c.inProgress[k] = p
+	}
+	return p
+}
+
+// forgetProgress drops the progress of rollout id's executions that are no
+// longer in progress (execs is the complete in-progress list).
+func (c *Controller) forgetProgress(id int64, execs []*fleet.Execution) {
+	still := make(map[string]bool, len(execs))
+	for _, e := range execs {
+		still[e.DeviceID] = true
+	}
+	for k := range c.inProgress {
+		if k.rollout == id && !still[k.device] {
+			delete(c.inProgress, k)
+		}
+	}
+}
+
+// noteDeadline remembers the earliest deadline (a monotonic reading) of r's
+// in-progress executions.
+func (c *Controller) noteDeadline(r *fleet.Rollout, p progress) {
 	if r.Timeout <= 0 {
 		return
 	}
-	at := e.StartedAt.Add(r.Timeout)
+	at := p.seen.Add(r.Timeout - p.credit)
 	if old, ok := c.nextTimeout[r.ID]; !ok || at.Before(old) {
 		c.nextTimeout[r.ID] = at
 	}
@@ -290,15 +338,16 @@ func (c *Controller) startExecution(ctx context.Context, r *fleet.Rollout, e *fl
 	c.pubMu.Lock()
 	c.startVer[key] = doc.Version
 	c.pubMu.Unlock()
-	started, err := c.store.TransitionExecution(ctx, e.RolloutID, e.DeviceID, fleet.ExecInProgress, "")
-	if err != nil {
+	if _, err := c.store.TransitionExecution(ctx, e.RolloutID, e.DeviceID, fleet.ExecInProgress, ""); err != nil {
 		c.pubMu.Lock()
 		delete(c.startVer, key)
 		c.pubMu.Unlock()
 		return fmt.Errorf("start %s on %s: %w", r.SkillID, e.DeviceID, err)
 	}
 	e.State = fleet.ExecInProgress
-	c.noteDeadline(r, started)
+	p := progress{seen: time.Now()} // started just now: no credit
+	c.inProgress[key] = p
+	c.noteDeadline(r, p)
 	c.queue.Add(e.DeviceID)
 	return nil
 }

@@ -49,6 +49,7 @@ type env struct {
 	opName   string
 	opSecret string
 	local    []broker.Account
+	now      func() time.Time // the wall clock of store and controller (nil = time.Now)
 }
 
 func newEnv(t *testing.T) *env {
@@ -65,14 +66,14 @@ func newEnv(t *testing.T) *env {
 // start opens the store and starts a controller on it.
 func (e *env) start() {
 	e.t.Helper()
-	db, err := sqlite.Open(e.dbPath, nil)
+	db, err := sqlite.Open(e.dbPath, e.now)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	ctl, err := controller.New(controller.Config{
 		Store: db, Broker: e.b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
-		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
+		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond, Now: e.now,
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 
 	"github.com/chorus-edge/chorus/fleet"
 )
@@ -28,10 +30,21 @@ const (
 	stateInvalid = "invalid"
 )
 
+// parseReport reads a skills payload; an empty one (a cleared retained
+// topic) is the empty report. Anything but a JSON object within
+// fleet.MaxStatePayload is refused, as the store would refuse it.
 func parseReport(payload []byte) (report, error) {
 	var r report
 	if len(payload) == 0 {
 		return r, nil
+	}
+	// Unmarshal checks the whole document; the first byte tells an object
+	// (null, an array or a string would decode into nothing without error).
+	if len(payload) > fleet.MaxStatePayload {
+		return r, fleet.Errorf(fleet.EINVALID, "skills report: %d bytes, more than the limit of %d", len(payload), fleet.MaxStatePayload)
+	}
+	if t := bytes.TrimLeft(payload, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return r, fleet.Errorf(fleet.EINVALID, "skills report: not a JSON object")
 	}
 	if err := json.Unmarshal(payload, &r); err != nil {
 		return r, fleet.Errorf(fleet.EINVALID, "skills report: %v", err)
@@ -52,3 +65,45 @@ func (r report) skill(id string) (skillReport, bool) {
 }
 
 func marshalDetail(v any) (json.RawMessage, error) { return json.Marshal(v) }
+
+// maxBirthPayload is the broker's cap on a birth payload (docs/security.md).
+const maxBirthPayload = 4 << 10
+
+// parseAvailability reads an availability payload: online or offline.
+func parseAvailability(payload []byte) (online bool, err error) {
+	switch string(payload) {
+	case "online":
+		return true, nil
+	case "offline":
+		return false, nil
+	}
+	return false, fleet.Errorf(fleet.EINVALID, "availability %q: want online or offline", truncate(string(payload), 32))
+}
+
+// parseBirth reads a birth payload: a JSON object whose session fits the
+// store's signed 64-bit column.
+func parseBirth(payload []byte) (birthPayload, error) {
+	var b birthPayload
+	if len(payload) == 0 {
+		return b, fleet.Errorf(fleet.EINVALID, "birth: empty payload")
+	}
+	if err := fleet.ValidJSONObject("birth", payload, maxBirthPayload); err != nil {
+		return b, err
+	}
+	if err := json.Unmarshal(payload, &b); err != nil {
+		return b, fleet.Errorf(fleet.EINVALID, "birth: %v", err)
+	}
+	if b.Session > math.MaxInt64 {
+		return b, fleet.Errorf(fleet.EINVALID, "birth: session %d out of range", b.Session)
+	}
+	return b, nil
+}
+
+// parseConnectivity checks a connectivity payload, which is stored verbatim:
+// a JSON object within fleet.MaxStatePayload.
+func parseConnectivity(payload []byte) error {
+	if len(payload) == 0 {
+		return fleet.Errorf(fleet.EINVALID, "connectivity: empty payload")
+	}
+	return fleet.ValidJSONObject("connectivity", payload, fleet.MaxStatePayload)
+}

@@ -22,12 +22,13 @@ const (
 )
 
 var statusOf = map[string]int{
-	fleet.EINVALID:   http.StatusBadRequest,
-	codeUnauthorized: http.StatusUnauthorized,
-	fleet.ENOTFOUND:  http.StatusNotFound,
-	fleet.ECONFLICT:  http.StatusConflict,
-	codeTooLarge:     http.StatusRequestEntityTooLarge,
-	fleet.EINTERNAL:  http.StatusInternalServerError,
+	fleet.EINVALID:     http.StatusBadRequest,
+	codeUnauthorized:   http.StatusUnauthorized,
+	fleet.ENOTFOUND:    http.StatusNotFound,
+	fleet.ECONFLICT:    http.StatusConflict,
+	codeTooLarge:       http.StatusRequestEntityTooLarge,
+	fleet.EINTERNAL:    http.StatusInternalServerError,
+	fleet.EUNAVAILABLE: http.StatusServiceUnavailable,
 }
 
 type errorBody struct {
@@ -52,7 +53,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	if !ok {
 		status, code = http.StatusInternalServerError, fleet.EINTERNAL
 	}
-	if code == fleet.EINTERNAL {
+	if code == fleet.EINTERNAL || code == fleet.EUNAVAILABLE {
 		log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})

@@ -100,7 +100,7 @@ func errorCode(b []byte) string {
 	return e.Error.Code
 }
 
-func skillArchive(t *testing.T, name, version string) []byte {
+func skillArchive(t testing.TB, name, version string) []byte {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(dir, 0o755)

@@ -214,22 +214,36 @@ func (db *DB) read(ctx context.Context, fn func(*tx) error) error {
 	return db.run(ctx, db.r, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
+// run runs fn in a transaction of pool. An error that is not a fleet error
+// (SQLite's own: locked past the busy timeout, disk or database full, I/O)
+// is wrapped with the file and the step that failed, so a log line says
+// which database could not do what; the transaction is rolled back whole.
 func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn func(*tx) error) error {
+	kind := "write"
+	if opts != nil && opts.ReadOnly {
+		kind = "read"
+	}
 	t, err := pool.BeginTx(ctx, opts)
 	if err != nil {
-		return err
+		return unavailableOr(fmt.Errorf("fleet db %s: begin %s: %w", db.path, kind, err))
 	}
 	tx := &tx{Tx: t, now: db.now().UTC(), db: db, pool: pool}
 	err = fn(tx)
-	if err == nil {
-		err = t.Commit()
-	} else {
+	switch {
+	case err != nil:
 		t.Rollback()
+		if fleet.ErrorCode(err) == fleet.EINTERNAL {
+			err = fmt.Errorf("fleet db %s: %s: %w", db.path, kind, err)
+		}
+	default:
+		if err = t.Commit(); err != nil {
+			err = fmt.Errorf("fleet db %s: commit %s: %w", db.path, kind, err)
+		}
 	}
 	if len(tx.unprepared) > 0 {
 		db.prepare(pool, tx.unprepared)
 	}
-	return err
+	return unavailableOr(err)
 }
 
 // Timestamps are stored as Unix nanoseconds; 0 is the zero time.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -18,6 +19,29 @@ func isUnique(err error) bool {
 	}
 	c := se.Code()
 	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// unavailableOr gives SQLite's storage failures an operator-facing message
+// (fleet.EUNAVAILABLE) while keeping the original error in the chain for the
+// log; any other error passes through. The transaction was rolled back, so
+// nothing changed.
+func unavailableOr(err error) error {
+	var se *msqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	var msg string
+	switch se.Code() & 0xff { // the primary result code
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		msg = "the fleet database is busy (another writer held it past the timeout); nothing changed, retry"
+	case sqlite3.SQLITE_FULL:
+		msg = "the fleet database is full (no disk space, or its size limit); nothing changed; free space on the gateway and retry"
+	case sqlite3.SQLITE_IOERR:
+		msg = "the fleet database could not be written (I/O error: a full disk, a file size limit or a failing disk); nothing changed; see the gateway's log"
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", fleet.Errorf(fleet.EUNAVAILABLE, "%s", msg), err)
 }
 
 // conflictOr maps a uniqueness violation to a conflict with msg and passes

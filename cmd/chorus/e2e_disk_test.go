@@ -1,0 +1,154 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // integrity check of the gateway's files
+
+	"github.com/chorus-edge/chorus/configs"
+)
+
+// startUnderPrlimit starts chorus with its file size limit (RLIMIT_FSIZE)
+// set to fsize bytes, as `prlimit --fsize` does for a service.
+func startUnderPrlimit(t *testing.T, dir string, fsize int64, args ...string) *proc {
+	t.Helper()
+	full := append([]string{"--fsize=" + strconv.FormatInt(fsize, 10), chorusBin}, args...)
+	p := &proc{cmd: exec.Command("prlimit", full...), out: newSyncBuffer(), waited: make(chan error, 1)}
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = append(os.Environ(), "CHORUS_LOG_LEVEL=debug")
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.waited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.waited
+		if t.Failed() {
+			t.Logf("prlimit chorus %s output:\n%s", strings.Join(args, " "), p.out.String())
+		}
+	})
+	return p
+}
+
+// largestFile is the size of the biggest file directly in dir.
+func largestFile(t *testing.T, dir string) int64 {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range es {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n = max(n, fi.Size())
+		}
+	}
+	return n
+}
+
+// removeUp removes up.json so waitUp waits for the next gateway's.
+func removeUp(t *testing.T, dataDir string) {
+	t.Helper()
+	if err := os.Remove(configs.UpPath(dataDir)); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+}
+
+// integrityCheck runs SQLite's integrity check on a database file.
+func integrityCheck(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&got); err != nil {
+		return err.Error()
+	}
+	return got
+}
+
+// TestDiskFullE2E runs the real gateway with a file size limit (prlimit
+// --fsize) so its database files hit the limit as on a full disk. The
+// promise: the gateway is not killed (Go ignores SIGXFSZ, so the write fails
+// with EFBIG), the refused request fails visibly for the operator and the
+// gateway logs which database could not be written; nothing is silently
+// lost or corrupted: restarted without the limit, both database files pass
+// integrity_check and every device whose add succeeded is there, the ones
+// stored before the limit included.
+func TestDiskFullE2E(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip("prlimit missing (util-linux): the disk-full end-to-end test needs it")
+		}
+		t.Fatal("prlimit missing in CI")
+	}
+	f := startFaultFleet(t, "hall", "pi-1", "pi-2", "pi-3")
+	if err := f.gw.stop(t, 20*time.Second); err != nil {
+		t.Fatalf("gateway stop: %v", err)
+	}
+	// Room for the files as they are and a few transactions more.
+	limit := largestFile(t, f.gwData) + 128<<10
+	removeUp(t, f.gwData)
+	f.gw = startUnderPrlimit(t, f.work, limit, "gateway", "--data-dir", f.gwData,
+		"--mqtt-listen", mqttAddr(t, f.up.MQTTURL), "--http-listen", strings.TrimPrefix(f.up.HTTPURL, "http://"))
+	waitUp(t, f.gw, f.gwData)
+
+	added := []string{"pi-1", "pi-2", "pi-3"}
+	var refusal string
+	for i := range 500 {
+		d := fmt.Sprintf("fill-%03d", i)
+		out, err := f.runFleet("device", "add", d, "--tag", "hall", "--credentials-out", f.creds(d))
+		if err != nil {
+			refusal = out
+			break
+		}
+		added = append(added, d)
+	}
+	if refusal == "" {
+		t.Fatalf("500 devices added under a file size limit of %d bytes", limit)
+	}
+	if f.gw.exited() {
+		t.Fatalf("the gateway died at the file size limit:\n%s", f.gw.out.String())
+	}
+	t.Logf("refused after %d devices: %s", len(added), strings.TrimSpace(refusal))
+	if !strings.Contains(refusal, "fleet database") || !strings.Contains(refusal, "nothing changed") {
+		t.Fatalf("the CLI's refusal does not say the gateway's database could not take the change:\n%s", refusal)
+	}
+	logs := f.gw.out.String()
+	if !strings.Contains(logs, "fleet db") || !(strings.Contains(logs, "disk I/O error") || strings.Contains(logs, "full")) {
+		t.Fatalf("the gateway's log does not name the fleet db and the write error:\n%s", logs)
+	}
+	if err := f.gw.stop(t, 20*time.Second); err != nil {
+		t.Logf("gateway stop at the limit: %v", err) // a failed final checkpoint may end it non-zero
+	}
+
+	for _, name := range []string{"fleet.db", "broker.db"} {
+		if got := integrityCheck(t, filepath.Join(f.gwData, name)); got != "ok" {
+			t.Fatalf("%s integrity_check after the limit: %s", name, got)
+		}
+	}
+	removeUp(t, f.gwData)
+	f.gw = startChorus(t, f.work, "gateway", "--data-dir", f.gwData,
+		"--mqtt-listen", mqttAddr(t, f.up.MQTTURL), "--http-listen", strings.TrimPrefix(f.up.HTTPURL, "http://"))
+	waitUp(t, f.gw, f.gwData)
+	out := f.mustFleet("device", "list")
+	for _, d := range added {
+		if !strings.Contains(out, d) {
+			t.Fatalf("device %s, added before the limit was hit, is missing after the restart:\n%s", d, out)
+		}
+	}
+	if got := integrityCheck(t, filepath.Join(f.gwData, "fleet.db")); got != "ok" {
+		t.Fatalf("fleet.db integrity_check after the restart: %s", got)
+	}
+}
