@@ -93,6 +93,12 @@ type Skills struct {
 	SettingsRoot         string    `json:"settings_root"`
 	WaitForIntentService bool      `json:"wait_for_intent_service"`
 	Installer            Installer `json:"installer"`
+	// Credentials is the form of the MQTT credentials the agent mints for
+	// its skills (gateway/skillcred): "signed" (the default; an Ed25519
+	// signature, so the broker holds nothing that can mint them) or
+	// "derived" (an HMAC keyed with the device secret's hash, which an
+	// external broker's exported static passwords need; docs/security.md).
+	Credentials string `json:"credentials"`
 }
 
 // Installer gates install requests arriving on the bus (SKILL_MANAGER.md §10).
@@ -126,7 +132,7 @@ func Default() Config {
 		Websocket: Websocket{Host: "127.0.0.1", Port: 8181, Route: "/core", MaxMsgSize: 10},
 		Skills: Skills{
 			BlacklistedSkills: []string{}, Capabilities: []string{},
-			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60,
+			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60, Credentials: "signed",
 		},
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},

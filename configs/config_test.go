@@ -52,6 +52,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"bad url", `{"connectivity": {"check_urls": ["ftp://x"]}}`, "connectivity.check_urls"},
 		{"negative", `{"skills": {"ready_timeout": -1}}`, "skills.ready_timeout"},
 		{"route", `{"websocket": {"route": "core"}}`, "websocket.route"},
+		{"skill credential form", `{"skills": {"credentials": "plain"}}`, "skills.credentials"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ func (c Config) Validate() error {
 		{"skills.stop_grace", positive(c.Skills.StopGrace)},
 		{"skills.scan_interval", positive(c.Skills.ScanInterval)},
 		{"skills.train_timeout", positive(c.Skills.TrainTimeout)},
+		{"skills.credentials", oneOf(c.Skills.Credentials, "signed", "derived")},
 		{"connectivity.phal_timeout", notNegative(c.Connectivity.PHALTimeout)},
 		{"connectivity.check_interval", positive(c.Connectivity.CheckInterval)},
 		{"connectivity.check_urls", httpURLs(c.Connectivity.CheckURLs)},

@@ -9,66 +9,53 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/eclipse/paho.golang/paho"
+
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
+	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
 // The portability suite: the fleet scenario and the part of the ACL matrix
 // that docs/security.md says holds on an external broker, on Mosquitto 2
-// configured only from `chorus fleet export mosquitto`. scripts/test.sh
+// with its dynamic-security plugin, configured only from `chorus fleet
+// export mosquitto --dynsec`. Skills open their own MQTT sessions there with
+// derived credentials (skills.credentials "derived"). scripts/test.sh
 // installs Mosquitto; in CI a missing mosquitto is a failure, not a skip.
 func TestMosquittoPortabilityE2E(t *testing.T) {
 	bin, err := exec.LookPath("mosquitto")
-	if err != nil {
+	plugin := mosquittoexport.FindPlugin()
+	if err != nil || plugin == "" {
 		if os.Getenv("CI") == "" {
-			t.Skip("mosquitto not on PATH: install it (apt-get install mosquitto) to run the external-broker portability suite")
+			t.Skip("mosquitto or its dynamic-security plugin missing: apt-get install mosquitto to run the external-broker portability suite")
 		}
-		t.Fatal("mosquitto not on PATH in CI: scripts/test.sh should have installed it")
+		t.Fatal("mosquitto or its dynamic-security plugin missing in CI: scripts/test.sh should have installed it")
 	}
 	work := t.TempDir()
-	mq := filepath.Join(work, "mosquitto")
-	os.MkdirAll(mq, 0o700)
+	mqDir := filepath.Join(work, "mosquitto")
+	os.MkdirAll(mqDir, 0o700)
 
-	// Bootstrap: only the controller's account, as an operator would with mosquitto_passwd.
+	// Bootstrap: only the controller's account, as an operator would with mosquitto_ctrl dynsec init.
 	ctlPass := randHex(t)
 	h, err := mosquittoexport.Hash(ctlPass)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(mq, "password_file"), "controller:"+h+"\n")
-	writeFile(t, filepath.Join(mq, "acl_file"), "user controller\ntopic readwrite #\n")
-	port := freePort(t)
-	conf := fmt.Sprintf("per_listener_settings false\nallow_anonymous false\nlistener %d 127.0.0.1\npersistence false\n"+
-		"password_file %s\nacl_file %s\nlog_dest stdout\nlog_type all\n",
-		port, filepath.Join(mq, "password_file"), filepath.Join(mq, "acl_file"))
-	if os.Getuid() == 0 { // mosquitto drops root for the "mosquitto" user, who cannot read 0600 files in our temp dir
-		if u, err := user.Current(); err == nil {
-			conf += "user " + u.Username + "\n"
-		}
-	}
-	writeFile(t, filepath.Join(mq, "mosquitto.conf"), conf)
-	broker := exec.Command(bin, "-c", filepath.Join(mq, "mosquitto.conf"))
-	blog := newSyncBuffer()
-	broker.Stdout, broker.Stderr = blog, blog
-	if err := broker.Start(); err != nil {
+	boot, err := mosquittoexport.RenderDynSec(nil, nil, mosquittoexport.Superuser{Username: "controller", Hash: h})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = broker.Process.Kill()
-		_ = broker.Wait()
-		if t.Failed() {
-			t.Logf("mosquitto log:\n%s", blog.String())
-		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitListening(t, addr)
-	mqttURL := "mqtt://" + addr
+	writeFile(t, filepath.Join(mqDir, "dynamic-security.json"), string(boot.JSON))
+	mq := newMosquitto(t, bin, plugin, mqDir)
+	mq.start(t)
+	addr, mqttURL := mq.addr, "mqtt://"+mq.addr
 
 	gw := filepath.Join(work, "gateway")
 	g := startChorus(t, work, "gateway", "--data-dir", gw, "--http-listen", "127.0.0.1:0",
@@ -93,93 +80,260 @@ func TestMosquittoPortabilityE2E(t *testing.T) {
 		}
 		creds[d] = c
 	}
-	out := mustChorus(t, work, fleetArgs("fleet", "export", "mosquitto", "--out", mq)...)
-	if !strings.Contains(out, "integration:observer") { // the local observer: ':' is not expressible
-		t.Errorf("export does not report the skipped observer:\n%s", out)
-	}
-	if err := broker.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	// The reload is asynchronous: wait until a device is accepted.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := brokertest.Connect(t, addr, "pi-1", creds["pi-1"].Password, brokertest.ConnectOptions{ClientID: "probe"})
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pi-1 not accepted after the reload: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+
+	// The fleet skill runs the bundled hello example, which opens its own
+	// MQTT session through the skill kit. Its assignment makes it known to
+	// the controller, so the export carries a skill account per device.
+	skill := filepath.Join(work, "fleet.hello")
+	writeFleetSkill(t, skill, "fleet.hello", "1.0.0")
+	mustChorus(t, work, fleetArgs("fleet", "skill", "publish", skill)...)
+	out := mustChorus(t, work, fleetArgs("fleet", "install", "fleet.hello", "--tag", "kitchen", "--timeout", "60s")...)
+	var rollout int
+	if _, err := fmt.Sscanf(out, "rollout %d created", &rollout); err != nil {
+		t.Fatalf("install output %q: %v", out, err)
 	}
 
+	// The devices-only password file export still works.
+	mustChorus(t, work, fleetArgs("fleet", "export", "mosquitto", "--out", filepath.Join(work, "files"))...)
+	checkPasswordFile(t, filepath.Join(work, "files", "password_file"), "pi-1", creds["pi-1"].Password)
+
+	out = mustChorus(t, work, fleetArgs("fleet", "export", "mosquitto", "--dynsec", mqDir)...)
+	if strings.Contains(out, "not exported") {
+		t.Errorf("dynsec export left accounts out:\n%s", out)
+	}
+	// Mosquitto 2.0's plugin reads its file only at start: restart it (with
+	// persistence, so the retained desired documents survive); the gateway reconnects.
+	mq.restart(t)
+	waitAccepted(t, addr, "pi-1", creds["pi-1"].Password)
+
+	agentConfig := filepath.Join(work, "agent.json")
+	writeFile(t, agentConfig, `{"skills": {"credentials": "derived"}}`)
 	for _, d := range devices {
-		startChorus(t, work, "agent", "--credentials", filepath.Join(work, d+".json"), "--data-dir", filepath.Join(work, "agent-"+d),
-			"--skills", t.TempDir(), "--ws-listen", "off")
+		startChorus(t, work, "agent", "--config", agentConfig, "--credentials", filepath.Join(work, d+".json"),
+			"--data-dir", filepath.Join(work, "agent-"+d), "--skills", t.TempDir(), "--ws-listen", "off")
 	}
 	obs := brokertest.MustConnect(t, addr, "controller", ctlPass, brokertest.ConnectOptions{ClientID: "obs"})
 	obs.Sub(t, "chorus/v1/+/skills")
+	mustChorus(t, work, fleetArgs("fleet", "rollout", "watch", fmt.Sprint(rollout))...)
+	waitAllSkills(t, obs, devices, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
+	checkSkillAnswers(t, addr, ctlPass, "pi-1")
 
-	// Skill processes cannot authenticate on Mosquitto (docs/security.md):
-	// the fleet skill here is ready on start and needs no MQTT session.
-	skill := filepath.Join(work, "fleet.sleeper")
-	os.MkdirAll(skill, 0o755)
-	writeFile(t, filepath.Join(skill, "SKILL.md"), "---\nname: fleet.sleeper\ndescription: Waits.\nversion: 1.0.0\nexec: run.sh\nready: on-start\n---\nWaits.\n")
-	os.WriteFile(filepath.Join(skill, "run.sh"), []byte("#!/bin/sh\nexec sleep 600\n"), 0o755)
-	mustChorus(t, work, fleetArgs("fleet", "skill", "publish", skill)...)
-	mustChorus(t, work, fleetArgs("fleet", "install", "fleet.sleeper", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
-	waitAllSkills(t, obs, devices, func(s map[string]string) bool { return s["fleet.sleeper"] == "loaded" })
-	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.sleeper", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
-	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.sleeper"]; return !ok })
+	checkMosquittoACL(t, addr, creds, up, ctlPass)
 
-	checkMosquittoACL(t, addr, creds["pi-1"], ctlPass)
+	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
+	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.hello"]; return !ok })
 }
 
-// checkMosquittoACL checks the rows of the matrix Mosquitto's ACL file
-// expresses: a device reaches neither another device's topics nor desired.
-func checkMosquittoACL(t *testing.T, addr string, c configs.AgentCredentials, ctlPass string) {
+// checkPasswordFile checks that the password file export has user's line
+// and that it verifies password.
+func checkPasswordFile(t *testing.T, path, user, password string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if u, h, ok := strings.Cut(line, ":"); ok && u == user {
+			if !mosquittoexport.Verify(h, password) {
+				t.Fatalf("password_file line of %s does not verify its secret", user)
+			}
+			return
+		}
+	}
+	t.Fatalf("password_file lacks %s:\n%s", user, b)
+}
+
+// checkSkillAnswers pings the fleet skill over the bus: the skill's own
+// MQTT session on Mosquitto subscribes and publishes.
+func checkSkillAnswers(t *testing.T, addr, ctlPass, device string) {
+	t.Helper()
+	c := brokertest.MustConnect(t, addr, "controller", ctlPass, brokertest.ConnectOptions{ClientID: "pinger"})
+	c.Sub(t, "chorus/v1/"+device+"/bus/hello.chorus.ping.response")
+	c.Pub(t, "chorus/v1/"+device+"/bus/hello.chorus.ping", []byte(`{"type":"hello.chorus.ping","data":{},"context":{}}`), false)
+	m := c.Expect(t, "chorus/v1/"+device+"/bus/hello.chorus.ping.response", 10*time.Second)
+	if !strings.Contains(string(m.Payload), "hello from "+device) {
+		t.Fatalf("skill answered %s", m.Payload)
+	}
+}
+
+// checkMosquittoACL checks, on Mosquitto, the rows of the matrix the
+// dynamic-security export expresses (docs/security.md, "On an external
+// broker"): for a device, a skill, an integration and an operator, allowed
+// publishes arrive, refused ones are answered 0x87 and reach no subscriber,
+// and subscriptions outside the role are refused.
+func checkMosquittoACL(t *testing.T, addr string, creds map[string]configs.AgentCredentials, up configs.Up, ctlPass string) {
+	t.Helper()
+	pi1 := creds["pi-1"]
+	skillPass := skillcred.MintDerived(skillcred.DeriveKey(pi1.Password), pi1.KeyVersion, "pi-1", "fleet.hello")
 	watch := brokertest.MustConnect(t, addr, "controller", ctlPass, brokertest.ConnectOptions{ClientID: "acl-watch"})
-	watch.Sub(t, "chorus/v1/pi-2/#")
-	watch.Sub(t, "chorus/v1/pi-1/desired")
-	watch.Sub(t, "chorus/v1/pi-1/bus/#")
-	for {
-		if _, ok := watch.Next(300 * time.Millisecond); !ok {
-			break // retained state replayed; now quiet
+	watch.Sub(t, "chorus/v1/+/bus/+")
+	watch.Sub(t, "chorus/v1/+/desired")
+	watch.Sub(t, "chorus/v1/+/skill/+/set")
+	rows := []struct {
+		user, pass             string
+		allowed, refused       []string
+		subAllowed, subRefused []string
+	}{
+		{user: "pi-1", pass: pi1.Password,
+			allowed:    []string{"chorus/v1/pi-1/bus/acl.device"},
+			refused:    []string{"chorus/v1/pi-2/bus/acl.device", "chorus/v1/pi-1/desired", "chorus/v1/pi-1/skill/x/set"},
+			subAllowed: []string{"chorus/v1/pi-1/#"},
+			subRefused: []string{"chorus/v1/pi-2/#", "chorus/v1/#"}},
+		{user: skillcred.Username("pi-1", "fleet.hello"), pass: skillPass,
+			allowed:    []string{"chorus/v1/pi-1/bus/acl.skill"},
+			refused:    []string{"chorus/v1/pi-1/bus/ovos.skills.install", "chorus/v1/pi-1/bus/skillmanager.deactivate", "chorus/v1/pi-1/availability", "chorus/v1/pi-2/bus/acl.skill", "chorus/v1/pi-1/desired"},
+			subAllowed: []string{"chorus/v1/pi-1/bus/+"},
+			subRefused: []string{"chorus/v1/pi-1/#", "chorus/v1/pi-2/bus/+"}},
+		{user: up.Observer.Username, pass: up.Observer.Password,
+			allowed:    []string{"chorus/v1/pi-2/skill/fleet.hello/set"},
+			refused:    []string{"chorus/v1/pi-1/bus/acl.integration", "chorus/v1/pi-1/desired", "chorus/v1/pi-1/availability"},
+			subAllowed: []string{"chorus/v1/#", "homeassistant/#"},
+			subRefused: []string{"#"}},
+		{user: up.Operator.Username, pass: up.Operator.Password,
+			allowed:    []string{"chorus/v1/pi-2/bus/acl.operator"},
+			refused:    []string{"chorus/v1/pi-1/desired", "chorus/v1/pi-1/skill/fleet.hello/set", "chorus/v1/pi-1/skills"},
+			subAllowed: []string{"chorus/v1/#", "$SYS/#"},
+			subRefused: []string{"#"}},
+	}
+	// The watcher sees the skills' own bus traffic too: only the topics
+	// the rows publish to count.
+	probed := map[string]bool{}
+	for _, r := range rows {
+		for _, topic := range append(slices.Clone(r.allowed), r.refused...) {
+			probed[topic] = true
 		}
 	}
-	dev := brokertest.MustConnect(t, addr, "pi-1", c.Password, brokertest.ConnectOptions{ClientID: "pi-1-acl"})
-	dev.Pub(t, "chorus/v1/pi-2/bus/speak", []byte(`{"type":"speak"}`), false)
-	dev.Pub(t, "chorus/v1/pi-2/availability", []byte("online"), true)
-	dev.Pub(t, "chorus/v1/pi-1/desired", []byte(`{}`), true)
-	dev.Pub(t, "chorus/v1/pi-1/bus/ping", []byte(`{"type":"ping"}`), false) // allowed: proves delivery works
-	m, ok := watch.Next(5 * time.Second)
-	if !ok || m.Topic != "chorus/v1/pi-1/bus/ping" {
-		t.Fatalf("first delivery = %v, %v; want only the device's own bus message", m, ok)
-	}
-	if m, ok := watch.Next(500 * time.Millisecond); ok {
-		t.Fatalf("Mosquitto delivered a publish the ACL refuses: %s %q", m.Topic, m.Payload)
-	}
-	// Mosquitto 2.0 grants the SUBSCRIBE and filters each delivery by the
-	// read ACL: pi-1 must get none of pi-2's messages, only its own.
-	dev.Sub(t, "chorus/v1/pi-2/#")
-	dev.Sub(t, "chorus/v1/pi-1/bus/#")
-	for {
-		if _, ok := dev.Next(300 * time.Millisecond); !ok {
-			break
+	next := func(d time.Duration) (*paho.Publish, bool) {
+		deadline := time.Now().Add(d)
+		for {
+			m, ok := watch.Next(time.Until(deadline))
+			if !ok || probed[m.Topic] && !m.Retain {
+				return m, ok
+			}
 		}
 	}
-	watch.Pub(t, "chorus/v1/pi-2/bus/secret", []byte(`{"type":"secret"}`), false)
-	watch.Pub(t, "chorus/v1/pi-1/bus/mine", []byte(`{"type":"mine"}`), false)
-	if m, ok := dev.Next(5 * time.Second); !ok || m.Topic != "chorus/v1/pi-1/bus/mine" {
-		t.Fatalf("pi-1's first delivery = %v, %v; want only its own bus message", m, ok)
+	for _, r := range rows {
+		c := brokertest.MustConnect(t, addr, r.user, r.pass, brokertest.ConnectOptions{ClientID: "acl-" + strings.ReplaceAll(r.user, ":", "-")})
+		for _, topic := range r.refused {
+			if rc := c.Pub(t, topic, []byte(`{"type":"x","data":{},"context":{}}`), false); rc != 0x87 {
+				t.Errorf("%s publish %s: reason %#x, want 0x87", r.user, topic, rc)
+			}
+		}
+		for _, topic := range r.allowed {
+			if rc := c.Pub(t, topic, []byte("OFF"), false); rc >= 0x80 {
+				t.Errorf("%s publish %s: reason %#x, want accepted", r.user, topic, rc)
+			}
+			if m, ok := next(5 * time.Second); !ok || m.Topic != topic {
+				t.Fatalf("%s: delivered %v, %v; want only %s", r.user, m, ok, topic)
+			}
+		}
+		if m, ok := next(300 * time.Millisecond); ok {
+			t.Fatalf("%s: Mosquitto delivered a refused publish on %s", r.user, m.Topic)
+		}
+		for _, f := range r.subAllowed {
+			if rc := c.Sub(t, f); rc >= 0x80 {
+				t.Errorf("%s subscribe %s: reason %#x, want granted", r.user, f, rc)
+			}
+		}
+		for _, f := range r.subRefused {
+			if rc := c.Sub(t, f); rc != 0x87 {
+				t.Errorf("%s subscribe %s: reason %#x, want 0x87", r.user, f, rc)
+			}
+		}
+		c.Close()
 	}
-	if m, ok := dev.Next(500 * time.Millisecond); ok {
-		t.Fatalf("pi-1 received %s: another device's message", m.Topic)
+	refused := map[string][2]string{
+		"wrong device secret":          {"pi-1", "wrong"},
+		"signed skill credential":      {skillcred.Username("pi-1", "fleet.hello"), "v1.AAAA"},
+		"derived from another device":  {skillcred.Username("pi-1", "fleet.hello"), skillcred.MintDerived(skillcred.DeriveKey(creds["pi-2"].Password), 1, "pi-1", "fleet.hello")},
+		"skill the export did not see": {skillcred.Username("pi-1", "other.skill"), skillcred.MintDerived(skillcred.DeriveKey(pi1.Password), pi1.KeyVersion, "pi-1", "other.skill")},
 	}
-	if _, err := brokertest.Connect(t, addr, "pi-1", "wrong", brokertest.ConnectOptions{ClientID: "pi-1-bad"}); err == nil {
-		t.Error("wrong device secret accepted")
+	for name, c := range refused {
+		if _, err := brokertest.Connect(t, addr, c[0], c[1], brokertest.ConnectOptions{ClientID: "bad"}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
+}
+
+// waitAccepted waits until Mosquitto accepts user (it restarts asynchronously).
+func waitAccepted(t *testing.T, addr, user, pass string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := brokertest.Connect(t, addr, user, pass, brokertest.ConnectOptions{ClientID: "probe"})
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not accepted: %v", user, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// mosquittoProc is a Mosquitto 2 on a fixed loopback port with the
+// dynamic-security plugin reading dir/dynamic-security.json, restartable
+// with its persisted state.
+type mosquittoProc struct {
+	bin, conf, addr string
+	cmd             *exec.Cmd
+	log             *syncBuffer
+}
+
+func newMosquitto(t *testing.T, bin, plugin, dir string) *mosquittoProc {
+	t.Helper()
+	port := freePort(t)
+	conf := fmt.Sprintf("per_listener_settings false\nallow_anonymous false\nlistener %d 127.0.0.1\n"+
+		"persistence true\npersistence_location %s/\nplugin %s\nplugin_opt_config_file %s\nlog_dest stdout\nlog_type all\n",
+		port, dir, plugin, filepath.Join(dir, "dynamic-security.json"))
+	if os.Getuid() == 0 { // mosquitto drops root for the "mosquitto" user, who cannot read 0600 files in our temp dir
+		if u, err := user.Current(); err == nil {
+			conf += "user " + u.Username + "\n"
+		}
+	}
+	writeFile(t, filepath.Join(dir, "mosquitto.conf"), conf)
+	m := &mosquittoProc{bin: bin, conf: filepath.Join(dir, "mosquitto.conf"), addr: fmt.Sprintf("127.0.0.1:%d", port), log: newSyncBuffer()}
+	t.Cleanup(func() {
+		m.stop(t)
+		if t.Failed() {
+			t.Logf("mosquitto log:\n%s", m.log.String())
+		}
+	})
+	return m
+}
+
+func (m *mosquittoProc) start(t *testing.T) {
+	t.Helper()
+	m.cmd = exec.Command(m.bin, "-c", m.conf)
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitListening(t, m.addr)
+}
+
+// stop ends Mosquitto with SIGTERM, so it writes its persistence file.
+func (m *mosquittoProc) stop(t *testing.T) {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-done
+	}
+	m.cmd = nil
+}
+
+func (m *mosquittoProc) restart(t *testing.T) {
+	t.Helper()
+	m.stop(t)
+	m.start(t)
 }
 
 func randHex(t *testing.T) string {

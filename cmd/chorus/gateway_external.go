@@ -141,7 +141,15 @@ func (g *gatewayRun) closeBroker() error {
 // Mosquitto hashes when a secret is created, the Mosquitto export and (on an
 // external broker) the EMQX-shaped auth decisions.
 func (g *gatewayRun) httpFleet() *exportingFleet {
-	return &exportingFleet{Controller: g.fleet, store: g.store, local: g.local, ext: g.ext, log: g.a}
+	return &exportingFleet{Controller: g.fleet, store: g.store, local: g.local, ext: g.ext, log: g.a, table: g.authTable}
+}
+
+// authTable is the auth table the controller last installed.
+func (g *gatewayRun) authTable() *broker.Table {
+	if g.ext != nil {
+		return g.ext.adapter.Table()
+	}
+	return g.broker.Table()
 }
 
 // exportingFleet records, for every secret the controller creates, its
@@ -153,6 +161,7 @@ type exportingFleet struct {
 	local localauth.Local
 	ext   *externalRun
 	log   *app
+	table func() *broker.Table // the live auth table: skill accounts as the broker derives them
 }
 
 func (f *exportingFleet) record(ctx context.Context, username, secret string) {
@@ -201,6 +210,21 @@ func (f *exportingFleet) AddOperator(ctx context.Context, actor, name string) (*
 // hashes recorded for their current secrets, plus the controller's account
 // on an external broker.
 func (f *exportingFleet) ExportMosquitto(ctx context.Context) ([]byte, []byte, []string, error) {
+	accts, hashes, supers, err := f.exportInputs(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	files, err := mosquittoexport.Render(accts, hashes, supers...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return files.PasswordFile, files.ACLFile, files.Skipped, nil
+}
+
+// exportInputs gathers what both Mosquitto exports render: the registry's
+// and the local accounts, the hashes recorded for their current secrets, and
+// the controller's account on an external broker.
+func (f *exportingFleet) exportInputs(ctx context.Context) ([]broker.Account, map[string]string, []mosquittoexport.Superuser, error) {
 	accts, err := exportAccounts(ctx, f.store)
 	if err != nil {
 		return nil, nil, nil, err
@@ -245,11 +269,7 @@ func (f *exportingFleet) ExportMosquitto(ctx context.Context) ([]byte, []byte, [
 		}
 		supers = append(supers, mosquittoexport.Superuser{Username: f.ext.flags.username, Hash: h})
 	}
-	files, err := mosquittoexport.Render(accts, hashes, supers...)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return files.PasswordFile, files.ACLFile, files.Skipped, nil
+	return accts, hashes, supers, nil
 }
 
 func (f *exportingFleet) localCredentials() []configs.Credential {

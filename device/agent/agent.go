@@ -190,6 +190,7 @@ func (a *Agent) availability(t, state string) *bus.Packet {
 func (a *Agent) startManager() error {
 	launcher := process.NewLauncher(process.Config{
 		MQTTURL: a.cfg.MQTTURL, Device: a.cfg.Device, Key: a.cfg.Key, KeyVersion: a.cfg.KeyVersion,
+		Credentials: a.cfg.Skills.Credentials, DeviceSecret: a.cfg.Password,
 		SettingsRoot: a.cfg.Skills.SettingsRoot, Bin: a.cfg.Bin, StopGrace: a.cfg.Skills.StopGrace.Duration(),
 		Logger: a.log.With("component", "skill"),
 	})

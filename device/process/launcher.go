@@ -24,6 +24,12 @@ const (
 	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
+// The skill credential forms of Config.Credentials (skills.credentials).
+const (
+	CredentialsSigned  = "signed"
+	CredentialsDerived = "derived"
+)
+
 // The environment variables a skill process receives. SKILL_MANAGER §2.
 const (
 	EnvMQTTURL   = "CHORUS_MQTT_URL"
@@ -47,13 +53,16 @@ func inheritedNames() []string {
 }
 
 // Config is what a Launcher needs. Device and Key are required (Start
-// refuses without them, since it cannot mint credentials); every other zero
-// value has a default or means "none".
+// refuses without them, since it cannot mint credentials), and with
+// Credentials "derived" so is DeviceSecret; every other zero value has a
+// default or means "none".
 type Config struct {
 	MQTTURL      string              // the broker the skill connects to (CHORUS_MQTT_URL)
 	Device       string              // the device id
 	Key          ed25519.PrivateKey  // the device's skill signing key
 	KeyVersion   int                 // its version, signed into every credential
+	Credentials  string              // skill credential form: "signed" (default) or "derived" (skills.credentials)
+	DeviceSecret string              // the device's MQTT secret, which keys the derived form
 	SettingsRoot string              // settings live in <SettingsRoot>/<skill_id>/settings.json; "" = none
 	Bin          string              // CHORUS_BIN; default os.Executable()
 	StopGrace    time.Duration       // SIGTERM to SIGKILL; default 5 s
@@ -128,21 +137,40 @@ func (l *Launcher) env(skill string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
 	}
-	if len(l.cfg.Key) != ed25519.PrivateKeySize {
-		return nil, errors.New("no device signing key to mint the skill's credentials")
+	password, err := l.password(skill)
+	if err != nil {
+		return nil, err
 	}
 	env := l.inheritedEnv()
 	env = append(env, l.cfg.ExtraEnv...)
 	return append(env,
 		EnvMQTTURL+"="+l.cfg.MQTTURL,
 		EnvUsername+"="+skillcred.Username(l.cfg.Device, skill),
-		EnvPassword+"="+skillcred.Mint(l.cfg.Key, l.cfg.KeyVersion, l.cfg.Device, skill),
+		EnvPassword+"="+password,
 		EnvDevice+"="+l.cfg.Device,
 		EnvSkillID+"="+skill,
 		EnvBusPrefix+"="+prefix,
 		EnvSettings+"="+l.SettingsPath(skill),
 		EnvBin+"="+l.cfg.Bin,
 	), nil
+}
+
+// password mints the skill's MQTT password in the configured form
+// (docs/security.md, "Skill credential forms").
+func (l *Launcher) password(skill string) (string, error) {
+	if len(l.cfg.Key) != ed25519.PrivateKeySize {
+		return "", errors.New("no device signing key to mint the skill's credentials")
+	}
+	switch l.cfg.Credentials {
+	case "", CredentialsSigned:
+		return skillcred.Mint(l.cfg.Key, l.cfg.KeyVersion, l.cfg.Device, skill), nil
+	case CredentialsDerived:
+		if l.cfg.DeviceSecret == "" {
+			return "", errors.New("derived skill credentials need the device secret")
+		}
+		return skillcred.MintDerived(skillcred.DeriveKey(l.cfg.DeviceSecret), l.cfg.KeyVersion, l.cfg.Device, skill), nil
+	}
+	return "", fmt.Errorf("skill credential form %q: want %s or %s", l.cfg.Credentials, CredentialsSigned, CredentialsDerived)
 }
 
 func (l *Launcher) inheritedEnv() []string {

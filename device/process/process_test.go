@@ -2,6 +2,7 @@ package process_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -54,6 +55,21 @@ func TestStartPassesEnvironment(t *testing.T) {
 	pwd, err := os.ReadFile(filepath.Join(s.Dir, "pwd.txt"))
 	if err != nil || strings.TrimSpace(string(pwd)) != s.Dir {
 		t.Errorf("working directory = %q (%v), want %q", pwd, err, s.Dir)
+	}
+}
+
+// TestStartDerivedCredentials: with skills.credentials "derived" the skill's
+// password is the form the controller can reproduce from the stored hash of
+// the device secret (docs/security.md, "Skill credential forms").
+func TestStartDerivedCredentials(t *testing.T) {
+	cfg, _ := testConfig(t)
+	cfg.Credentials, cfg.DeviceSecret = process.CredentialsDerived, "device-secret"
+	p, s := startSkill(t, cfg, "env > env.txt\n")
+	waitDone(t, p, 5*time.Second)
+	env := readEnv(t, filepath.Join(s.Dir, "env.txt"))
+	stored := "sha256:" + hex.EncodeToString(skillcred.DeriveKey("device-secret"))
+	if err := skillcred.VerifyDerived(stored, 1, testDevice, s.ID, env["CHORUS_PASSWORD"]); err != nil {
+		t.Errorf("CHORUS_PASSWORD %q is not the derived form: %v", env["CHORUS_PASSWORD"], err)
 	}
 }
 
@@ -272,6 +288,8 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		{name: "no key", change: func(c *process.Config) { c.Key = nil }, want: "signing key"},
 		{name: "bad device", change: func(c *process.Config) { c.Device = "a/b" }, want: "device"},
 		{name: "reserved device", change: func(c *process.Config) { c.Device = "gateway" }, want: "device"},
+		{name: "derived without secret", change: func(c *process.Config) { c.Credentials = process.CredentialsDerived }, want: "device secret"},
+		{name: "unknown form", change: func(c *process.Config) { c.Credentials = "plain" }, want: "credential form"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package fleetclient
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 )
 
@@ -11,6 +12,20 @@ type MosquittoExport struct {
 	PasswordFile string   `json:"password_file"`
 	ACLFile      string   `json:"acl_file"`
 	Skipped      []string `json:"skipped"`
+}
+
+// MosquittoDynSec is GET /v1/export/mosquitto/dynsec: the config file of
+// Mosquitto's dynamic-security plugin and the accounts it could not express.
+type MosquittoDynSec struct {
+	DynamicSecurity json.RawMessage `json:"dynamic_security"`
+	Skipped         []string        `json:"skipped"`
+}
+
+// ExportMosquittoDynSec fetches the fleet's dynamic-security file.
+func (c *Client) ExportMosquittoDynSec(ctx context.Context) (MosquittoDynSec, error) {
+	var out MosquittoDynSec
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/export/mosquitto/dynsec", out: &out})
+	return out, err
 }
 
 // ExportMosquitto fetches the fleet's Mosquitto files.

@@ -18,6 +18,14 @@ type MosquittoExporter interface {
 	ExportMosquitto(ctx context.Context) (passwordFile, aclFile []byte, skipped []string, err error)
 }
 
+// DynSecExporter is a Fleet that can render its auth table, skills
+// included, as the config file of Mosquitto's dynamic-security plugin
+// (fleet/mosquittoexport.RenderDynSec). A Fleet without it answers
+// GET /v1/export/mosquitto/dynsec with 404.
+type DynSecExporter interface {
+	ExportMosquittoDynSec(ctx context.Context) (file []byte, skipped []string, err error)
+}
+
 // BrokerAuth is a Fleet that answers an external broker's HTTP auth backend
 // (the request shape EMQX's HTTP authenticator and authorizer send). The
 // endpoints are off (404) unless BrokerAuthSecret is non-empty; every request
@@ -46,6 +54,24 @@ func (s *Server) exportMosquitto(w http.ResponseWriter, r *http.Request) {
 		skipped = []string{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"password_file": string(pw), "acl_file": string(acl), "skipped": skipped})
+}
+
+// exportDynSec answers {"dynamic_security": <the plugin's file>, "skipped": [...]}.
+func (s *Server) exportDynSec(w http.ResponseWriter, r *http.Request) {
+	ex, ok := s.cfg.Fleet.(DynSecExporter)
+	if !ok {
+		writeCode(w, http.StatusNotFound, fleet.ENOTFOUND, "this gateway does not export a Mosquitto dynamic-security file")
+		return
+	}
+	file, skipped, err := ex.ExportMosquittoDynSec(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if skipped == nil {
+		skipped = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dynamic_security": json.RawMessage(file), "skipped": skipped})
 }
 
 // brokerAuth checks the shared secret and hands the decoded body to h.

@@ -27,6 +27,9 @@ func (f brokerAuthFleet) BrokerAuthorize(u, topic, action string, retain bool) b
 func (f brokerAuthFleet) ExportMosquitto(context.Context) ([]byte, []byte, []string, error) {
 	return []byte("pi-1:$7$x\n"), []byte("user pi-1\n"), nil, nil
 }
+func (f brokerAuthFleet) ExportMosquittoDynSec(context.Context) ([]byte, []string, error) {
+	return []byte(`{"clients":[{"username":"skill:pi-1:s"}]}`), []string{"pi-2: no hash"}, nil
+}
 
 func TestBrokerAuthEndpoints(t *testing.T) {
 	srv, err := httpapi.Start(httpapi.Config{Listen: "127.0.0.1:0", Fleet: brokerAuthFleet{secret: "s3"}, Token: "tok"})
@@ -76,6 +79,11 @@ func TestBrokerAuthEndpoints(t *testing.T) {
 	code, out := call(http.MethodGet, "/v1/export/mosquitto", "", "")
 	if code != 200 || out["password_file"] != "pi-1:$7$x\n" || out["acl_file"] != "user pi-1\n" {
 		t.Fatalf("export: %d %v", code, out)
+	}
+	code, out = call(http.MethodGet, "/v1/export/mosquitto/dynsec", "", "")
+	ds, _ := out["dynamic_security"].(map[string]any)
+	if code != 200 || ds["clients"] == nil || len(out["skipped"].([]any)) != 1 {
+		t.Fatalf("dynsec export: %d %v", code, out)
 	}
 
 	// No secret configured: the endpoints are off.

@@ -53,6 +53,7 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 
 	mux.HandleFunc("GET /v1/audit", op(s.listAudit))
 	mux.HandleFunc("GET /v1/export/mosquitto", op(s.exportMosquitto))
+	mux.HandleFunc("GET /v1/export/mosquitto/dynsec", op(s.exportDynSec))
 	mux.HandleFunc("POST /v1/emqx/authn", s.brokerAuth(s.emqxAuthn))
 	mux.HandleFunc("POST /v1/emqx/authz", s.brokerAuth(s.emqxAuthz))
 	mux.HandleFunc("/v1/", op(s.notFound))

@@ -7,7 +7,8 @@
 // skill:<device>:<skill>) cannot be written at all, and an ACL line grants a
 // topic filter for read or write, nothing about retain, payloads, bus types
 // or rates. Render writes what can be expressed and names the rest in
-// Files.Skipped.
+// Files.Skipped. RenderDynSec (dynsec.go) writes the config of Mosquitto's
+// dynamic-security plugin instead, which carries every role.
 package mosquittoexport
 
 import (
@@ -116,7 +117,7 @@ func Render(accounts []broker.Account, hashes map[string]string, supers ...Super
 			skipped = append(skipped, a.Username+": shadowed by a superuser of the same name")
 			continue
 		case validUser(a.Username) != nil:
-			skipped = append(skipped, a.Username+": Mosquitto password files cannot hold a username with ':' (use the EMQX HTTP auth endpoints)")
+			skipped = append(skipped, a.Username+": Mosquitto password files cannot hold a username with ':' (use the dynamic-security export, --dynsec)")
 			continue
 		case hashes[a.Username] == "":
 			skipped = append(skipped, a.Username+": no Mosquitto hash recorded for its current secret (rotate it to record one)")
@@ -137,7 +138,8 @@ func Render(accounts []broker.Account, hashes map[string]string, supers ...Super
 		// usernames hold ':' and their passwords are signatures minted on
 		// the device. Say so in the file, where an operator looks.
 		acl.WriteString("\n# Skill processes (skill:<device>:<skill>) are not expressible in a Mosquitto\n" +
-			"# password file; use the EMQX HTTP auth endpoints or the embedded broker.\n")
+			"# password file; use the dynamic-security export (--dynsec), the EMQX HTTP auth\n" +
+			"# endpoints or the embedded broker.\n")
 	}
 	return Files{PasswordFile: pw.Bytes(), ACLFile: acl.Bytes(), Skipped: skipped}, nil
 }

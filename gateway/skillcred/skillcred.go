@@ -7,6 +7,11 @@
 // stores a skill secret; rotating the device key (a new key version) revokes every
 // credential minted with the old one. Credentials carry no expiry, so a Pi that
 // boots without a clock still connects (SKILL_MANAGER.md §2).
+//
+// That signed form is the default. derived.go adds a second form, an HMAC
+// keyed with the hash of the device secret that the controller can reproduce,
+// for external brokers that check static passwords (docs/security.md, "Skill
+// credential forms").
 package skillcred
 
 import (
