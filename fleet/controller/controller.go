@@ -120,9 +120,11 @@ type Controller struct {
 	inbox *inbox     // broker messages for the inbox goroutine
 	kick  chan struct{}
 
-	ha      *haPublisher // what was published for Home Assistant
-	metrics *metrics     // GET /metrics (metrics.go)
-	relay   relayRun     // the bridge relay (routes.go)
+	ha      *haPublisher  // what was published for Home Assistant
+	repairs *availRepair  // device availability repairs (availability.go)
+	gw      *gatewayState // the fleet summary and the gateway's own config (gatewaystate.go)
+	metrics *metrics      // GET /metrics (metrics.go)
+	relay   relayRun      // the bridge relay (routes.go)
 
 	tableMu sync.Mutex // serialises rebuildTable: the last rebuild reads the newest registry
 	table   tableBox
@@ -135,7 +137,8 @@ type Controller struct {
 	waiting   map[string]bool         // devices with queued executions the engine last saw
 	rollouts  map[int64]rolloutKey    // rollout -> its immutable fields (judge's cache)
 
-	nextTimeout map[int64]time.Time // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
+	nextTimeout map[int64]time.Time  // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
+	inProgress  map[execKey]progress // execution -> when the engine saw it in progress (engine goroutine only)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -174,9 +177,12 @@ func New(cfg Config) (*Controller, error) {
 		rollouts:  map[int64]rolloutKey{},
 
 		nextTimeout: map[int64]time.Time{},
+		inProgress:  map[execKey]progress{},
 	}
 	c.queue = newWorkQueue(cfg.MaxBackoff)
 	c.ha = newHAPublisher(cfg.HomeAssistant)
+	c.repairs = newAvailRepair()
+	c.gw = newGatewayState()
 	c.inbox = newInbox()
 	c.metrics = newMetrics(c)
 	for _, a := range cfg.LocalAccounts {
@@ -224,8 +230,12 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("start fleet controller: %w", err)
 	}
 	for _, d := range devs {
+		rep, _ := parseReport(d.Reported) // validated when stored
+		c.gw.observe(d.ID, d.Online, loadedSkills(rep))
 		c.queue.Add(d.ID)
 	}
+	c.gw.seededDevices()
+	c.goRun(c.runGatewayState)
 	return nil
 }
 
@@ -248,6 +258,7 @@ func (c *Controller) Close() error {
 			c.cancel()
 		}
 		c.queue.ShutDown()
+		c.repairs.stop()
 		c.inbox.shutDown()
 		c.stopRelay()
 		c.wg.Wait()

@@ -83,4 +83,9 @@ func (c *Controller) pruneRollouts(active map[int64]bool) {
 			delete(c.nextTimeout, id)
 		}
 	}
+	for k := range c.inProgress {
+		if !active[k.rollout] {
+			delete(c.inProgress, k)
+		}
+	}
 }

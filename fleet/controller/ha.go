@@ -148,6 +148,7 @@ func (c *Controller) runHABirths() {
 		case <-c.ha.births:
 		}
 		c.ha.born()
+		c.gw.republish() // the gateway's own config and fleet summary
 		devs, err := c.store.ListDevices(c.ctx, fleet.DeviceFilter{})
 		if err != nil {
 			c.log.Warn("Home Assistant birth: list devices", "error", err)

@@ -211,8 +211,9 @@ func TestHARemovedWithDevice(t *testing.T) {
 	if m := w.Expect(t, haUpdate, waitFor); len(m.Payload) != 0 {
 		t.Fatalf("update state %q, want it cleared", m.Payload)
 	}
-	// Both were cleared retained: a new subscriber gets nothing.
-	late := e.watcher("homeassistant/#")
+	// Both were cleared retained: a new subscriber gets nothing (the
+	// gateway's own config stays).
+	late := e.watcher(haConfig)
 	late.Sub(t, "chorus/v1/"+haDev+"/skill/#")
 	if m, ok := late.Next(500 * time.Millisecond); ok {
 		t.Fatalf("retained %s = %q left after removal", m.Topic, m.Payload)

@@ -18,19 +18,25 @@ const maxInboxEvents = 4096
 // a topic matters and the inbox keeps one per topic: memory is bounded by
 // the number of devices, whatever a device publishes. For availability the
 // message of the highest session wins, so a late Will coalesced after a
-// birth's "online" cannot hide it (ARCHITECTURE.md §3).
+// birth's "online" cannot hide it (ARCHITECTURE.md §3), and the
+// controller's own re-publish never hides the device's word.
+//
+// Separately, the last availability message delivered on each topic is kept
+// whatever coalescing dropped: it is what the broker retains (as far as
+// delivery order tells), which Reconcile repairs (availability.go).
 type inbox struct {
-	mu      sync.Mutex // guards the fields below
-	order   []string
-	latest  map[string]broker.Message
-	events  []broker.Message
-	dropped int
-	wake    chan struct{}
-	down    bool
+	mu        sync.Mutex // guards the fields below
+	order     []string
+	latest    map[string]broker.Message
+	lastAvail map[string]broker.Message // availability topic -> last message delivered
+	events    []broker.Message
+	dropped   int
+	wake      chan struct{}
+	down      bool
 }
 
 func newInbox() *inbox {
-	return &inbox{latest: map[string]broker.Message{}, wake: make(chan struct{}, 1)}
+	return &inbox{latest: map[string]broker.Message{}, lastAvail: map[string]broker.Message{}, wake: make(chan struct{}, 1)}
 }
 
 // putState queues a state message, replacing an older one of the same topic.
@@ -40,15 +46,42 @@ func (b *inbox) putState(m broker.Message, isAvailability bool) {
 	if b.down {
 		return
 	}
+	if isAvailability {
+		b.noteAvailabilityLocked(m)
+	}
 	old, pending := b.latest[m.Topic]
-	if pending && isAvailability && sessionOf(m) < sessionOf(old) {
-		return
+	if pending && isAvailability && (sessionOf(m) < sessionOf(old) || isRepublish(m) && !isRepublish(old)) {
+		return // old's processing queues the device's Reconcile, which compares lastAvail
 	}
 	if !pending {
 		b.order = append(b.order, m.Topic)
 	}
 	b.latest[m.Topic] = m
 	b.signal()
+}
+
+func (b *inbox) noteAvailabilityLocked(m broker.Message) {
+	if len(m.Payload) == 0 { // cleared: nothing retained to repair
+		delete(b.lastAvail, m.Topic)
+		return
+	}
+	b.lastAvail[m.Topic] = m
+}
+
+// lastAvailability returns the last non-empty message delivered on an
+// availability topic.
+func (b *inbox) lastAvailability(topic string) (broker.Message, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m, ok := b.lastAvail[topic]
+	return m, ok
+}
+
+// forgetAvailability drops what was seen on a removed device's topic.
+func (b *inbox) forgetAvailability(topic string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.lastAvail, topic)
 }
 
 // putEvent queues a bus event; past the cap it is dropped (and counted).

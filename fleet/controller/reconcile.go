@@ -43,6 +43,11 @@ func (c *Controller) runWorker() {
 //     or again when the device is online and has reported an older applied
 //     version for RepublishAge since the last publish.
 //  2. Judge the device's in-progress executions against its skills report.
+//
+// Before these it repairs the device's retained availability if a late Will
+// (or a stale re-publish) sits there (availability.go), and records the
+// device in the gateway's fleet summary (gatewaystate.go); after 1, its Home
+// Assistant topics (hareconcile.go).
 func (c *Controller) Reconcile(ctx context.Context, id string) (err error) {
 	defer func(start time.Time) { c.metrics.observeReconcile(start, c.cfg.Now(), err) }(c.cfg.Now())
 	d, err := c.store.GetDevice(ctx, id)
@@ -52,6 +57,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (err error) {
 	}
 	if err != nil {
 		return fmt.Errorf("reconcile %s: %w", id, err)
+	}
+	rep, _ := parseReport(d.Reported) // validated when stored
+	c.gw.observe(d.ID, d.Online, loadedSkills(rep))
+	if err := c.reconcileAvailability(d); err != nil {
+		return fmt.Errorf("reconcile %s: availability: %w", id, err)
 	}
 	doc, err := c.store.DesiredFor(ctx, id)
 	if err != nil {
@@ -63,7 +73,6 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (err error) {
 	if err := c.reconcileHA(ctx, d); err != nil {
 		return fmt.Errorf("reconcile %s: %w", id, err)
 	}
-	rep, _ := parseReport(d.Reported) // validated when stored
 	if err := c.judge(ctx, d, doc, rep); err != nil {
 		return fmt.Errorf("reconcile %s: %w", id, err)
 	}
@@ -226,4 +235,9 @@ func (c *Controller) forget(id string) {
 	}
 	c.pubMu.Unlock()
 	c.queue.Forget(id)
+	c.repairs.forget(id)
+	c.gw.forget(id)
+	if t, err := topic.Availability(id); err == nil {
+		c.inbox.forgetAvailability(t)
+	}
 }

@@ -67,7 +67,9 @@ func (c *Controller) applyState(ctx context.Context, m broker.Message) {
 	case topic.KindBirth:
 		err = c.applyBirth(ctx, dev, m.Payload)
 	case topic.KindConnectivity:
-		err = c.store.UpdateConnectivity(ctx, dev, m.Payload)
+		if err = parseConnectivity(m.Payload); err == nil {
+			err = c.store.UpdateConnectivity(ctx, dev, m.Payload)
+		}
 	case topic.KindSkills:
 		err = c.applySkills(ctx, dev, m.Payload)
 	default:
@@ -85,13 +87,20 @@ func (c *Controller) applyState(ctx context.Context, m broker.Message) {
 }
 
 func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker.Message) error {
-	p := fleet.Presence{Online: string(m.Payload) == "online", Session: sessionOf(m), At: c.cfg.Now()}
-	if !p.Online && string(m.Payload) != "offline" {
-		return fleet.Errorf(fleet.EINVALID, "availability %q: want online or offline", m.Payload)
+	if isRepublish(m) {
+		return nil // the controller's own repair: Reconcile compares it, it is not the device's word
 	}
+	online, err := parseAvailability(m.Payload)
+	if err != nil {
+		return err
+	}
+	p := fleet.Presence{Online: online, Session: sessionOf(m), At: c.cfg.Now()}
 	applied, err := c.store.UpdatePresence(ctx, dev, p)
 	if err == nil && !applied {
 		c.log.Debug("stale availability ignored", "device", dev, "session", p.Session)
+	}
+	if err == nil && applied {
+		c.repairs.applied(dev, p)
 	}
 	if err == nil && applied && c.setOnline(dev, p.Online) {
 		c.Kick() // a device with queued executions came online: they may start
@@ -106,11 +115,11 @@ type birthPayload struct {
 }
 
 func (c *Controller) applyBirth(ctx context.Context, dev string, payload []byte) error {
-	var b birthPayload
-	if err := json.Unmarshal(payload, &b); err != nil {
-		return fleet.Errorf(fleet.EINVALID, "birth: %v", err)
+	b, err := parseBirth(payload)
+	if err != nil {
+		return err
 	}
-	_, err := c.store.UpdateBirth(ctx, dev, fleet.Birth{Session: b.Session, AgentVersion: b.AgentVersion, At: c.cfg.Now()})
+	_, err = c.store.UpdateBirth(ctx, dev, fleet.Birth{Session: b.Session, AgentVersion: b.AgentVersion, At: c.cfg.Now()})
 	return err
 }
 

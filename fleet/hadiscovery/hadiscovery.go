@@ -76,7 +76,7 @@ type device struct {
 	Name        string   `json:"name"`
 	Model       string   `json:"model"`
 	SWVersion   string   `json:"sw_version,omitempty"`
-	ViaDevice   string   `json:"via_device"`
+	ViaDevice   string   `json:"via_device,omitempty"` // the gateway's own config has none
 }
 
 // origin is the "o" block: only keys of MQTT_ORIGIN_INFO_SCHEMA.

@@ -20,6 +20,10 @@ const AnyDevice = "+"
 // chorus/v1/gateway/availability.
 const (
 	GatewayAvailability = Root + "/gateway/availability"
+	// GatewayFleet is the controller's retained fleet summary (counts of
+	// devices, skills and rollouts), the state of the gateway's Home
+	// Assistant sensors.
+	GatewayFleet = Root + "/gateway/fleet"
 
 	AllBus            = Root + "/+/bus/+"
 	AllAvailability   = Root + "/+/availability"

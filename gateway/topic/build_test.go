@@ -43,6 +43,8 @@ func TestBuildParseRoundTrip(t *testing.T) {
 			topic.Topic{Device: "k", Kind: topic.KindSkillSet, Skill: "gateway"}},
 		{"gateway availability", func() (string, error) { return topic.GatewayAvailability, nil }, "chorus/v1/gateway/availability",
 			topic.Topic{Device: "gateway", Kind: topic.KindGatewayAvailability}},
+		{"gateway fleet", func() (string, error) { return topic.GatewayFleet, nil }, "chorus/v1/gateway/fleet",
+			topic.Topic{Device: "gateway", Kind: topic.KindGatewayFleet}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +76,8 @@ func TestFilters(t *testing.T) {
 		{"ha discovery", func() (string, error) { return topic.HADiscovery("homeassistant", "pi_kitchen.2") }, "homeassistant/device/chorus_pi__kitchen_d2/config"},
 		{"ha discovery multi-level prefix", func() (string, error) { return topic.HADiscovery("ha/disc", "a-b") }, "ha/disc/device/chorus_a-b/config"},
 		{"ha status", func() (string, error) { return topic.HAStatus(topic.DefaultHAPrefix) }, "homeassistant/status"},
+		{"ha gateway discovery", func() (string, error) { return topic.HAGatewayDiscovery(topic.DefaultHAPrefix) }, "homeassistant/device/chorus_gateway/config"},
+		{"ha gateway discovery multi-level prefix", func() (string, error) { return topic.HAGatewayDiscovery("ha/disc") }, "ha/disc/device/chorus_gateway/config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,6 +158,7 @@ func TestBuildRefuses(t *testing.T) {
 		{"ha empty prefix", func() (string, error) { return topic.HADiscovery("", "k") }, "discovery prefix", nil},
 		{"ha wildcard prefix", func() (string, error) { return topic.HAStatus("ha/#") }, "wildcards", topic.ErrInvalidName},
 		{"ha trailing slash", func() (string, error) { return topic.HAStatus("ha/") }, "must not begin or end", nil},
+		{"ha gateway wildcard prefix", func() (string, error) { return topic.HAGatewayDiscovery("ha/+") }, "wildcards", topic.ErrInvalidName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

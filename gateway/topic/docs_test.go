@@ -155,12 +155,12 @@ func TestDocsTopicTable(t *testing.T) {
 			seen[k] = true
 		}
 	}
-	for k := topic.KindAvailability; k <= topic.KindGatewayAvailability; k++ {
+	for k := topic.KindAvailability; k <= topic.KindGatewayFleet; k++ {
 		if !seen[k] {
 			t.Errorf("no table row documents the %s topic", k)
 		}
 	}
-	for _, p := range []string{"homeassistant/device/chorus_<device>/config", "homeassistant/status"} {
+	for _, p := range []string{"homeassistant/device/chorus_<device>/config", "homeassistant/device/chorus_gateway/config", "homeassistant/status"} {
 		if !ha[p] {
 			t.Errorf("no table row documents %s", p)
 		}
@@ -192,6 +192,8 @@ func checkHATopic(t *testing.T, pattern, retained string) {
 	switch {
 	case strings.Contains(pattern, "<device>"):
 		want, err = topic.HADiscovery(topic.DefaultHAPrefix, docDevice)
+	case strings.HasSuffix(pattern, "/config"):
+		want, err = topic.HAGatewayDiscovery(topic.DefaultHAPrefix)
 	default:
 		want, err = topic.HAStatus(topic.DefaultHAPrefix)
 		wantRetained = "no" // Home Assistant's birth, not retained by default

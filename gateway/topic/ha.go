@@ -24,6 +24,17 @@ func HADiscovery(prefix, dev string) (string, error) {
 	return prefix + "/device/chorus_" + HAEscape(dev) + "/config", nil
 }
 
+// HAGatewayDiscovery is <prefix>/device/chorus_gateway/config, the Home
+// Assistant device-based discovery topic of the gateway itself. No device's
+// HADiscovery topic can equal it: "gateway" is reserved and HAEscape is
+// injective.
+func HAGatewayDiscovery(prefix string) (string, error) {
+	if err := validPrefix(prefix); err != nil {
+		return "", fmt.Errorf("gateway discovery topic: %w", err)
+	}
+	return prefix + "/device/chorus_" + ReservedDevice + "/config", nil
+}
+
 // HAStatus is <prefix>/status, where Home Assistant announces its birth.
 func HAStatus(prefix string) (string, error) {
 	if err := validPrefix(prefix); err != nil {

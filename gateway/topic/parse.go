@@ -25,6 +25,7 @@ const (
 	KindSkillUpdate
 	KindSkillUpdateSet
 	KindGatewayAvailability
+	KindGatewayFleet
 )
 
 // suffixes are the topic levels after the device (after skill/<skill>/ for
@@ -41,6 +42,7 @@ var suffixes = [...]string{
 	KindSkillUpdate:         "update",
 	KindSkillUpdateSet:      "update/set",
 	KindGatewayAvailability: "gateway/availability",
+	KindGatewayFleet:        "gateway/fleet",
 }
 
 // String names the kind: "availability", "bus", "skill/set", …
@@ -59,7 +61,7 @@ func (k Kind) String() string {
 func (k Kind) Retained() bool {
 	switch k {
 	case KindAvailability, KindBirth, KindConnectivity, KindSkills, KindDesired,
-		KindSkillUpdate, KindGatewayAvailability:
+		KindSkillUpdate, KindGatewayAvailability, KindGatewayFleet:
 		return true
 	}
 	return false
@@ -70,7 +72,7 @@ func (k Kind) isSkill() bool {
 }
 
 // Topic is a parsed topic name. Skill is set for the skill kinds, MsgType for
-// KindBus; Device is ReservedDevice for KindGatewayAvailability.
+// KindBus; Device is ReservedDevice for the gateway kinds.
 type Topic struct {
 	Device  string
 	Kind    Kind
@@ -84,6 +86,8 @@ func (t Topic) String() string {
 	switch {
 	case t.Kind == KindGatewayAvailability:
 		return GatewayAvailability
+	case t.Kind == KindGatewayFleet:
+		return GatewayFleet
 	case t.Kind == KindBus:
 		return Root + "/" + t.Device + "/bus/" + t.MsgType
 	case t.Kind.isSkill():
@@ -111,8 +115,11 @@ func parse(s string) (Topic, error) {
 	if !ok {
 		return Topic{}, fmt.Errorf("not under %s/: %w", Root, ErrUnknownTopic)
 	}
-	if rest == "gateway/availability" {
+	switch rest {
+	case suffixes[KindGatewayAvailability]:
 		return Topic{Device: ReservedDevice, Kind: KindGatewayAvailability}, nil
+	case suffixes[KindGatewayFleet]:
+		return Topic{Device: ReservedDevice, Kind: KindGatewayFleet}, nil
 	}
 	dev, rest, _ := strings.Cut(rest, "/")
 	if err := ValidDeviceID(dev); err != nil {

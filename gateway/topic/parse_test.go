@@ -23,6 +23,7 @@ func TestParseRefuses(t *testing.T) {
 		{"extra level", "chorus/v1/k/birth/x", topic.ErrUnknownTopic},
 		{"gateway device", "chorus/v1/gateway/birth", topic.ErrInvalidID},
 		{"gateway extra", "chorus/v1/gateway/availability/x", topic.ErrInvalidID},
+		{"gateway fleet extra", "chorus/v1/gateway/fleet/x", topic.ErrInvalidID},
 		{"bad device", "chorus/v1/.k/birth", topic.ErrInvalidID},
 		{"wildcard device", "chorus/v1/+/birth", topic.ErrInvalidID},
 		{"bus without type", "chorus/v1/k/bus", topic.ErrUnknownTopic},
@@ -69,6 +70,7 @@ func TestKind(t *testing.T) {
 		{topic.KindSkillUpdate, "skill/update", true},
 		{topic.KindSkillUpdateSet, "skill/update/set", false},
 		{topic.KindGatewayAvailability, "gateway/availability", true},
+		{topic.KindGatewayFleet, "gateway/fleet", true},
 		{topic.Kind(99), "Kind(99)", false},
 		{topic.Kind(-1), "Kind(-1)", false},
 	}
@@ -89,7 +91,7 @@ func TestKind(t *testing.T) {
 // string through String and through its kind's builder.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
-		"chorus/v1/k/availability", "chorus/v1/gateway/availability", "chorus/v1/k/bus/recognizer_loop:utterance",
+		"chorus/v1/k/availability", "chorus/v1/gateway/availability", "chorus/v1/gateway/fleet", "chorus/v1/k/bus/recognizer_loop:utterance",
 		"chorus/v1/k/skill/hello.chorus/update/set", "chorus/v1/k/skill/s/set", "chorus/v1/k/desired",
 		"chorus/v1/k/bus/a/b", "chorus/v1//birth", "chorus/v1/k/skill//update",
 	} {
@@ -131,6 +133,8 @@ func rebuild(p topic.Topic) (string, error) {
 		return topic.SkillUpdateSet(p.Device, p.Skill)
 	case topic.KindGatewayAvailability:
 		return topic.GatewayAvailability, nil
+	case topic.KindGatewayFleet:
+		return topic.GatewayFleet, nil
 	}
 	return "", errors.New("unknown kind " + p.Kind.String())
 }
