@@ -35,7 +35,7 @@ func (r *Route) Validate() error {
 		return err
 	}
 	if err := ValidDeviceID(r.Hub); err != nil {
-		return err
+		return Errorf(EINVALID, "route %s: hub: %v", r.Satellite, err)
 	}
 	if r.Satellite == r.Hub {
 		return Errorf(EINVALID, "route %s: a device cannot be its own hub", r.Satellite)
