@@ -11,10 +11,10 @@ const (
 	maxAvailability = 16      // "online" / "offline"
 	maxBirth        = 4 << 10 // a small JSON object
 	maxConnectivity = 4 << 10
-	maxSkills       = 1 << 20 // the skill table of a device
-	maxSkillSet     = 8       // "ON" / "OFF"
-	maxUpdateSet    = 16      // "install"
-	maxHAStatus     = 16      // Home Assistant's "online" / "offline"
+	maxSkills       = 256 << 10 // the skill table of a device; = fleet.MaxStatePayload, what the controller stores
+	maxSkillSet     = 8         // "ON" / "OFF"
+	maxUpdateSet    = 16        // "install"
+	maxHAStatus     = 16        // Home Assistant's "online" / "offline"
 )
 
 // topicClass is what the payload limits know about a topic.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/fleet"
 )
 
 // decoderDepth is the reference for jsonTooDeep: the maximum nesting that
@@ -131,7 +133,7 @@ func TestPayloadClassLimits(t *testing.T) {
 		{RoleDevice, "chorus/v1/pi-1/availability", topicClass{max: 16}},
 		{RoleDevice, "chorus/v1/pi-1/birth", topicClass{max: 4 << 10, json: true}},
 		{RoleDevice, "chorus/v1/pi-1/connectivity", topicClass{max: 4 << 10, json: true}},
-		{RoleDevice, "chorus/v1/pi-1/skills", topicClass{max: 1 << 20, json: true}},
+		{RoleDevice, "chorus/v1/pi-1/skills", topicClass{max: 256 << 10, json: true}},
 		{RoleDevice, "chorus/v1/pi-1/bus/speak", topicClass{max: 10 << 20, json: true}},
 		{RoleOperator, "chorus/v1/pi-1/bus/speak", topicClass{max: 10 << 20, json: true}},
 		{RoleSkill, "chorus/v1/pi-1/bus/speak", topicClass{max: 1 << 20, json: true}},
@@ -183,5 +185,14 @@ func TestBucket(t *testing.T) {
 				t.Fatalf("refused counter %d, want %d", b.refused.Load(), n)
 			}
 		})
+	}
+}
+
+// TestSkillsCapIsWhatTheControllerStores: a skills report the broker accepts
+// must not be one the controller then refuses to store, or the device's
+// state would silently stop updating.
+func TestSkillsCapIsWhatTheControllerStores(t *testing.T) {
+	if maxSkills != fleet.MaxStatePayload {
+		t.Fatalf("broker cap on skills %d, controller cap %d", maxSkills, fleet.MaxStatePayload)
 	}
 }

@@ -40,7 +40,7 @@ func TestPayloadSizeLimits(t *testing.T) {
 		{"device", "chorus/v1/pi-1/availability", true, 16, text},
 		{"device", "chorus/v1/pi-1/birth", true, 4 << 10, jsonOf},
 		{"device", "chorus/v1/pi-1/connectivity", true, 4 << 10, jsonOf},
-		{"device", "chorus/v1/pi-1/skills", true, 1 << 20, jsonOf},
+		{"device", "chorus/v1/pi-1/skills", true, 256 << 10, jsonOf},
 		{"device", "chorus/v1/pi-1/bus/speak", false, 4096, jsonOf},
 		{"operator", "chorus/v1/pi-1/bus/speak", false, 4096, jsonOf},
 		{"skill", "chorus/v1/pi-1/bus/speak", false, 1024, jsonOf},
