@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/sha256"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -57,7 +58,8 @@ type haPublisher struct {
 
 // haDevice is what was last published for one device.
 type haDevice struct {
-	config  []byte            // the config without withdrawn components
+	config  [sha256.Size]byte // the hash of the config without withdrawn components (30 MB less than the configs at 10k devices)
+	sent    bool              // a config was published
 	comps   map[string]string // its live components (hadiscovery.Components)
 	updates map[string][]byte // skill -> update state payload
 	gen     uint64            // the birth generation it was published for

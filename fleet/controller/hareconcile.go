@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -46,8 +47,9 @@ func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device) error {
 		return fmt.Errorf("home assistant: %w", err)
 	}
 	last, gen := c.ha.snapshot(d.ID)
-	again := last.gen != gen || last.config == nil
-	if again || !bytes.Equal(live, last.config) {
+	again := last.gen != gen || !last.sent
+	sum := sha256.Sum256(live)
+	if again || sum != last.config {
 		if err := c.publishHAConfig(in, last.comps, comps); err != nil {
 			return err
 		}
@@ -55,7 +57,7 @@ func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device) error {
 	if err := c.publishHAUpdates(d.ID, last.updates, updates, again); err != nil {
 		return err
 	}
-	c.ha.store(d.ID, haDevice{config: live, comps: comps, updates: updates, gen: gen})
+	c.ha.store(d.ID, haDevice{config: sum, sent: true, comps: comps, updates: updates, gen: gen})
 	// A removal between our GetDevice and now cleared the topics before we
 	// published them: clear them again (RemoveDevice deletes, then clears).
 	if _, err := c.store.GetDevice(ctx, d.ID); fleet.ErrorCode(err) == fleet.ENOTFOUND {
