@@ -371,7 +371,8 @@ func TestFaultsTamperedArtifactAborts(t *testing.T) {
 
 // The gateway killed with SIGKILL while an execution is in progress
 // resumes the rollout when restarted on the same data dir and ports: no
-// execution starts twice, every device converges.
+// execution starts twice, every device converges, every agent reconnects
+// with a new birth, and no retained desired document is lost.
 //
 // Regression: the broker's session store once lost an in-flight message's
 // packet id, so after a restart its resend dropped the device's connection
@@ -395,6 +396,25 @@ func TestFaultsControllerKillResume(t *testing.T) {
 	before := f.rollout(id)
 	if c := before.Rollout.Counts; c.Succeeded != 2 || c.InProgress != 1 {
 		t.Fatalf("before the kill: counts %+v, want 2 succeeded and pi-3 in progress", c)
+	}
+
+	// What each device had said and been told before the kill.
+	type said struct {
+		session int64
+		desired int64
+	}
+	stateOf := func(d string) said {
+		got := f.retained(t, d)
+		var b struct{ Session int64 }
+		var ds struct{ Version int64 }
+		if json.Unmarshal([]byte(got["birth"]), &b) != nil || json.Unmarshal([]byte(got["desired"]), &ds) != nil {
+			t.Fatalf("retained state of %s: %v", d, got)
+		}
+		return said{b.Session, ds.Version}
+	}
+	before1 := map[string]said{}
+	for _, d := range devices {
+		before1[d] = stateOf(d)
 	}
 
 	httpAddr := strings.TrimPrefix(f.up.HTTPURL, "http://")
@@ -432,6 +452,17 @@ func TestFaultsControllerKillResume(t *testing.T) {
 		}
 	}
 	f.waitLoaded("fleet.resume", devices...)
+	// Every agent reconnected with a new session and said so in a new birth;
+	// nothing desired was lost: the retained documents survived the kill.
+	for _, d := range devices {
+		now, was := stateOf(d), before1[d]
+		if now.session <= was.session {
+			t.Errorf("%s: birth session %d after the restart, want more than %d (a re-birth)", d, now.session, was.session)
+		}
+		if now.desired < was.desired || now.desired == 0 {
+			t.Errorf("%s: desired version %d after the restart, was %d", d, now.desired, was.desired)
+		}
+	}
 	if n := px.requests("pi-3"); n != 1 {
 		t.Errorf("pi-3 asked for the artifact %d times, want 1", n)
 	}
