@@ -21,9 +21,24 @@ func (f *exportingFleet) ExportMosquittoDynSec(ctx context.Context) ([]byte, []s
 	if err != nil {
 		return nil, nil, err
 	}
-	skills, err := knownSkills(ctx, f.store)
+	if accts, err = f.withSkills(ctx, accts); err != nil {
+		return nil, nil, err
+	}
+	out, err := mosquittoexport.RenderDynSec(accts, hashes, supers...)
 	if err != nil {
 		return nil, nil, err
+	}
+	return out.JSON, out.Skipped, nil
+}
+
+// withSkills adds to accts one skill account per skill the controller
+// knows each of its devices to have (knownSkills), as the broker derives it.
+// The dynamic-security export and the live sync (gateway_dynsec.go) both
+// list these.
+func (f *exportingFleet) withSkills(ctx context.Context, accts []broker.Account) ([]broker.Account, error) {
+	skills, err := knownSkills(ctx, f.store)
+	if err != nil {
+		return nil, err
 	}
 	var table *broker.Table
 	if f.table != nil {
@@ -37,11 +52,7 @@ func (f *exportingFleet) ExportMosquittoDynSec(ctx context.Context) ([]byte, []s
 			accts = append(accts, skillAccount(table, a.Device, s))
 		}
 	}
-	out, err := mosquittoexport.RenderDynSec(accts, hashes, supers...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out.JSON, out.Skipped, nil
+	return accts, nil
 }
 
 // skillAccount is the skill's account as the broker derives it from the

@@ -45,6 +45,9 @@ func (g *gatewayRun) startFleet(cfg configs.Config, accounts []broker.Account, d
 	if err != nil {
 		return err
 	}
+	if err := g.startDynsecSync(ctx); err != nil {
+		return err
+	}
 	return g.fleet.Start(ctx)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/external"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
+	"github.com/chorus-edge/chorus/fleet/mosquittosync"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/topic"
@@ -28,6 +29,9 @@ type externalFlags struct {
 	username   string
 	password   string
 	authSecret string
+	// mosquittoDynsec keeps Mosquitto's dynamic-security plugin in step with
+	// the registry over $CONTROL (gateway_dynsec.go).
+	mosquittoDynsec bool
 }
 
 func (f *externalFlags) register(cmd *cobra.Command) {
@@ -37,6 +41,7 @@ func (f *externalFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.username, "mqtt-username", "controller", "the controller's username on the external broker")
 	fl.StringVar(&f.password, "mqtt-password", "", "the controller's password on the external broker (or $CHORUS_MQTT_PASSWORD)")
 	fl.StringVar(&f.authSecret, "broker-auth-secret", "", "shared secret of the EMQX-shaped HTTP auth endpoints (or $CHORUS_BROKER_AUTH_SECRET; off when empty)")
+	fl.BoolVar(&f.mosquittoDynsec, "mosquitto-dynsec", false, "keep Mosquitto's dynamic-security clients, roles and groups in step with the registry over $CONTROL/dynamic-security/v1 (needs --broker external)")
 }
 
 func (f *externalFlags) check() error {
@@ -44,6 +49,9 @@ func (f *externalFlags) check() error {
 	case "embedded":
 		if f.url != "" {
 			return fmt.Errorf("--mqtt-url needs --broker external")
+		}
+		if f.mosquittoDynsec {
+			return fmt.Errorf("--mosquitto-dynsec needs --broker external")
 		}
 		return nil
 	case "external":
@@ -67,6 +75,10 @@ type externalRun struct {
 	mqtt    *bus.MQTT
 	adapter *external.Adapter
 	flags   externalFlags
+
+	// The live dynamic-security sync and its connection (--mosquitto-dynsec); nil when off.
+	sync     *mosquittosync.Syncer
+	syncMQTT *bus.MQTT
 }
 
 // startExternalGateway is startGateway on an external broker: the controller
@@ -91,6 +103,12 @@ func (a *app) startExternalGateway(cfg configs.Config, f externalFlags) (*gatewa
 	}
 	ext := &externalRun{mqtt: m, adapter: external.New(m), flags: f}
 	g := &gatewayRun{a: a, dataDir: cfg.DataDir, ext: ext, local: local}
+	if f.mosquittoDynsec {
+		if ext.sync, ext.syncMQTT, err = a.newDynsecSync(ctx, g, f); err != nil {
+			_ = m.Close()
+			return nil, err
+		}
+	}
 	if err := g.start(cfg, accounts, ""); err != nil {
 		_ = g.close()
 		return nil, err
@@ -109,6 +127,9 @@ func (g *gatewayRun) mqttURL() string {
 
 // fleetBroker is the controller's broker: the embedded one or the adapter.
 func (g *gatewayRun) fleetBroker() controller.Broker {
+	if g.ext != nil && g.ext.sync != nil {
+		return syncingAdapter{Adapter: g.ext.adapter, sync: g.ext.sync, log: g.a.log.With("component", "mosquitto-sync")}
+	}
 	if g.ext != nil {
 		return g.ext.adapter
 	}
@@ -131,6 +152,10 @@ func (g *gatewayRun) health() map[string]any {
 }
 
 func (g *gatewayRun) closeBroker() error {
+	if g.ext != nil && g.ext.sync != nil {
+		g.ext.sync.Close()
+		_ = g.ext.syncMQTT.Close()
+	}
 	if g.ext != nil {
 		return g.ext.mqtt.Close()
 	}
@@ -172,6 +197,7 @@ func (f *exportingFleet) record(ctx context.Context, username, secret string) {
 	if err != nil {
 		f.log.log.Warn("mosquitto hash not recorded; rotate the credential to export it", "username", username, "error", err)
 	}
+	f.pushSecret(username, secret)
 }
 
 func (f *exportingFleet) AddDevice(ctx context.Context, actor, id string, tags []string) (*fleet.Device, configs.AgentCredentials, error) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/chorus-edge/chorus/broker"
-	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
 // DynSec is the configuration file of Mosquitto 2's dynamic-security plugin
@@ -159,7 +158,7 @@ func (r *dynRenderer) super(s Superuser) error {
 	for _, f := range []string{"#", "$CONTROL/dynamic-security/#"} {
 		acls = append(acls, allow(PublishClientSend, f), allow(PublishClientReceive, f), allow(SubscribePattern, f))
 	}
-	r.add(s.Username, "controller", pw, acls)
+	r.add(s.Username, "controller", "", pw, acls)
 	return nil
 }
 
@@ -170,8 +169,8 @@ func (r *dynRenderer) account(a broker.Account, hashes map[string]string, device
 	}
 	var pw DynClient
 	var err error
+	dev := devices[a.Device]
 	if a.Role == broker.RoleSkill {
-		dev := devices[a.Device]
 		if dev == nil {
 			r.skipped = append(r.skipped, a.Username+": its device is not in the table")
 			return nil
@@ -187,21 +186,22 @@ func (r *dynRenderer) account(a broker.Account, hashes map[string]string, device
 	if err != nil {
 		return fmt.Errorf("dynamic-security export: %s: %w", a.Username, err)
 	}
-	r.add(a.Username, string(a.Role), pw, accountACLs(a))
+	r.add(a.Username, string(a.Role), AccountFingerprint(a, dev), pw, AccountACLs(a))
 	return nil
 }
 
-// add records a client, its own role and its group membership.
-func (r *dynRenderer) add(username, kind string, pw DynClient, acls []ACL) {
+// add records a client, its own role and its group membership; fp is the
+// fingerprint of the secret its password is made from.
+func (r *dynRenderer) add(username, kind, fp string, pw DynClient, acls []ACL) {
 	r.seen[username] = true
-	role := "chorus:" + username
-	pw.Username, pw.TextName = username, "chorus "+kind
+	role := RoleName(username)
+	pw.Username, pw.TextName = username, ClientTextName(kind, fp)
 	pw.Roles = []RoleRef{{Rolename: role}}
 	r.clients = append(r.clients, pw)
 	r.roles = append(r.roles, DynRole{Rolename: role, TextName: "chorus " + kind + " " + username, ACLs: acls})
 	g := r.groups[kind]
 	if g == nil {
-		g = &DynGroup{Groupname: "chorus-" + kind + "s", TextName: "Chorus " + kind + " accounts", Roles: []RoleRef{}}
+		g = &DynGroup{Groupname: GroupName(kind), TextName: "Chorus " + kind + " accounts", Roles: []RoleRef{}}
 		r.groups[kind] = g
 	}
 	g.Clients = append(g.Clients, GroupUser{Username: username})
@@ -246,10 +246,10 @@ var KnownManagementTypes = []string{
 	"mycroft.gui.available", "mycroft.gui.unavailable",
 }
 
-// accountACLs expresses an account's row of the matrix: its publish filters,
+// AccountACLs expresses an account's row of the matrix: its publish filters,
 // its subscribe filters for SUBSCRIBE and for every delivery, and, above
 // them, a denial of each bus type of literalDenials.
-func accountACLs(a broker.Account) []ACL {
+func AccountACLs(a broker.Account) []ACL {
 	var acls []ACL
 	for _, t := range literalDenials(a) {
 		for _, f := range a.Publish {
@@ -306,14 +306,13 @@ func allow(aclType, topic string) ACL {
 	return ACL{ACLType: aclType, Topic: topic, Allow: true}
 }
 
-// skillPassword hashes the derived-form password of skill on dev, which the
-// controller computes from the stored hash of the device secret.
+// skillPassword hashes the derived-form password of skill on dev.
 func skillPassword(dev *broker.Account, skill string) (DynClient, error) {
-	key, err := skillcred.KeyFromHash(dev.SecretHash)
+	pw, err := SkillPassword(dev, skill)
 	if err != nil {
 		return DynClient{}, err
 	}
-	h, err := Hash(skillcred.MintDerived(key, dev.KeyVersion, dev.Device, skill))
+	h, err := Hash(pw)
 	if err != nil {
 		return DynClient{}, err
 	}

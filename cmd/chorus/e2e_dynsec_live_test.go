@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
+	"github.com/chorus-edge/chorus/gateway/skillcred"
+)
+
+// TestMosquittoDynsecLiveE2E runs `chorus gateway --broker external
+// --mosquitto-dynsec` on a real Mosquitto 2 whose dynamic-security plugin
+// starts with only the controller's account, and never exports nor restarts
+// it (docs/security.md, "On an external broker"). Promise: the local
+// accounts log in once the gateway is up; a device added afterwards logs in;
+// its skill, installed by a rollout, opens its own MQTT session; an
+// integration added later logs in; a rotation refuses the old secret and
+// admits the new one; removing the device refuses the device and its skill.
+func TestMosquittoDynsecLiveE2E(t *testing.T) {
+	bin, err := exec.LookPath("mosquitto")
+	plugin := mosquittoexport.FindPlugin()
+	if err != nil || plugin == "" {
+		if os.Getenv("CI") == "" {
+			t.Skip("mosquitto or its dynamic-security plugin missing: apt-get install mosquitto to run the live sync suite")
+		}
+		t.Fatal("mosquitto or its dynamic-security plugin missing in CI: scripts/test.sh should have installed it")
+	}
+	work := t.TempDir()
+	mqDir := filepath.Join(work, "mosquitto")
+	if err := os.MkdirAll(mqDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctlPass := randHex(t)
+	h, err := mosquittoexport.Hash(ctlPass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := mosquittoexport.RenderDynSec(nil, nil, mosquittoexport.Superuser{Username: "controller", Hash: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(mqDir, "dynamic-security.json"), string(boot.JSON))
+	mq := newMosquitto(t, bin, plugin, mqDir)
+	mq.start(t)
+	addr, mqttURL := mq.addr, "mqtt://"+mq.addr
+
+	gw := filepath.Join(work, "gateway")
+	g := startChorus(t, work, "gateway", "--data-dir", gw, "--http-listen", "127.0.0.1:0",
+		"--broker", "external", "--mqtt-url", mqttURL, "--mqtt-username", "controller", "--mqtt-password", ctlPass,
+		"--mosquitto-dynsec")
+	up := waitUp(t, g, gw)
+	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
+
+	waitLogin(t, addr, up.Observer.Username, up.Observer.Password, true)
+	waitLogin(t, addr, up.Operator.Username, up.Operator.Password, true)
+
+	credsPath := filepath.Join(work, "pi-1.json")
+	mustChorus(t, work, fleetArgs("fleet", "device", "add", "pi-1", "--tag", "kitchen", "--credentials-out", credsPath)...)
+	creds, err := configs.ReadAgentCredentials(credsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLogin(t, addr, "pi-1", creds.Password, true)
+
+	agentConfig := filepath.Join(work, "agent.json")
+	writeFile(t, agentConfig, `{"skills": {"credentials": "derived"}}`)
+	agent := startChorus(t, work, "agent", "--config", agentConfig, "--credentials", credsPath,
+		"--data-dir", filepath.Join(work, "agent-pi-1"), "--skills", t.TempDir(), "--ws-listen", "off")
+	skill := filepath.Join(work, "fleet.hello")
+	writeFleetSkill(t, skill, "fleet.hello", "1.0.0")
+	mustChorus(t, work, fleetArgs("fleet", "skill", "publish", skill)...)
+	obs := brokertest.MustConnect(t, addr, "controller", ctlPass, brokertest.ConnectOptions{ClientID: "obs"})
+	obs.Sub(t, "chorus/v1/+/skills")
+	out := mustChorus(t, work, fleetArgs("fleet", "install", "fleet.hello", "--device", "pi-1", "--timeout", "60s")...)
+	var rollout int
+	if _, err := fmt.Sscanf(out, "rollout %d created", &rollout); err != nil {
+		t.Fatalf("install output %q: %v", out, err)
+	}
+	mustChorus(t, work, fleetArgs("fleet", "rollout", "watch", fmt.Sprint(rollout))...)
+	waitAllSkills(t, obs, []string{"pi-1"}, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
+	checkSkillAnswers(t, addr, ctlPass, "pi-1") // the skill's own session subscribes and publishes
+	skillUser := skillcred.Username("pi-1", "fleet.hello")
+	skillPass := skillcred.MintDerived(skillcred.DeriveKey(creds.Password), creds.KeyVersion, "pi-1", "fleet.hello")
+	waitLogin(t, addr, skillUser, skillPass, true)
+
+	out = mustChorus(t, work, fleetArgs("fleet", "integration", "add", "ha", "--allow", "speak", "-o", "json")...)
+	var ia fleetclient.IntegrationAdded
+	if err := json.Unmarshal([]byte(out), &ia); err != nil {
+		t.Fatalf("integration add output %q: %v", out, err)
+	}
+	waitLogin(t, addr, ia.Credentials.Username, ia.Credentials.Password, true)
+
+	// The agent would reconnect with the old secret and be refused: stop it first.
+	if err := agent.stop(t, 10*time.Second); err != nil {
+		t.Logf("agent stopped: %v", err)
+	}
+	mustChorus(t, work, fleetArgs("fleet", "device", "rotate", "pi-1", "--credentials-out", credsPath)...)
+	rotated, err := configs.ReadAgentCredentials(credsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLogin(t, addr, "pi-1", creds.Password, false)
+	waitLogin(t, addr, skillUser, skillPass, false)
+	waitLogin(t, addr, "pi-1", rotated.Password, true)
+	rotatedSkill := skillcred.MintDerived(skillcred.DeriveKey(rotated.Password), rotated.KeyVersion, "pi-1", "fleet.hello")
+	waitLogin(t, addr, skillUser, rotatedSkill, true)
+
+	mustChorus(t, work, fleetArgs("fleet", "device", "rm", "pi-1")...)
+	waitLogin(t, addr, "pi-1", rotated.Password, false)
+	waitLogin(t, addr, skillUser, rotatedSkill, false)
+	waitLogin(t, addr, ia.Credentials.Username, ia.Credentials.Password, true) // untouched
+}
+
+// waitLogin waits until Mosquitto accepts (want) or refuses user's CONNECT.
+func waitLogin(t *testing.T, addr, user, pass string, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := brokertest.Connect(t, addr, user, pass, brokertest.ConnectOptions{ClientID: "login-probe"})
+		if err == nil {
+			c.Close()
+		}
+		if (err == nil) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: login accepted=%v after 15s, want %v (last error %v)", user, err == nil, want, err)
+		}
+		time.Sleep(100 * time.Millisecond) // bounded poll: the sync applies changes asynchronously
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/fleet/external"
+	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
+	"github.com/chorus-edge/chorus/fleet/mosquittosync"
+	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/desired"
+	"github.com/chorus-edge/chorus/gateway/skillcred"
+	"github.com/chorus-edge/chorus/gateway/topic"
+)
+
+// The live sync of Mosquitto's dynamic-security plugin (--mosquitto-dynsec):
+// its own MQTT connection as the controller's account, which the bootstrap
+// (mosquitto_ctrl dynsec init, or the export's superuser) allows on
+// $CONTROL/dynamic-security/v1 (docs/security.md, "On an external broker").
+
+// dynsecTriggers are the topics whose changes may change the skills the
+// controller knows a device to have (knownSkills): the desired documents it
+// publishes (assignments, rollout executions) and the skills devices report.
+var dynsecTriggers = []string{"chorus/v1/+/desired", "chorus/v1/+/skills"}
+
+// newDynsecSync dials the sync's connection and builds the syncer, not yet
+// started: startDynsecSync starts it once the fleet store is open.
+func (a *app) newDynsecSync(ctx context.Context, g *gatewayRun, f externalFlags) (*mosquittosync.Syncer, *bus.MQTT, error) {
+	m, err := bus.DialMQTT(ctx, bus.MQTTConfig{URL: f.url, Username: f.username, Password: f.password,
+		ClientID: "chorus-dynsec", CleanStart: true, Logger: a.log.With("component", "mqtt-dynsec")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("mosquitto dynamic-security sync: %w", err)
+	}
+	s, err := mosquittosync.New(mosquittosync.Config{
+		Transport: m, Self: f.username, TriggerTopics: dynsecTriggers,
+		Desired: func(ctx context.Context) ([]mosquittosync.Client, error) { return g.httpFleet().dynsecClients(ctx) },
+		Logger:  a.log.With("component", "mosquitto-sync"),
+	})
+	if err != nil {
+		_ = m.Close()
+		return nil, nil, err
+	}
+	return s, m, nil
+}
+
+// startDynsecSync starts the live sync, if on, once the store is open and
+// before the controller publishes its first desired documents, which await
+// the sync (syncingAdapter.Publish).
+func (g *gatewayRun) startDynsecSync(ctx context.Context) error {
+	if g.ext == nil || g.ext.sync == nil {
+		return nil
+	}
+	return g.ext.sync.Start(ctx)
+}
+
+// dynsecClients lists the accounts Mosquitto should hold: exactly those of
+// the dynamic-security export (ExportMosquittoDynSec), each with the
+// password the gateway can compute now: a skill's derived password, a local
+// account's from its credential file. Device, integration and operator
+// secrets reach the sync only through SetSecret (record).
+func (f *exportingFleet) dynsecClients(ctx context.Context) ([]mosquittosync.Client, error) {
+	accts, _, _, err := f.exportInputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if accts, err = f.withSkills(ctx, accts); err != nil {
+		return nil, err
+	}
+	local := map[string]string{}
+	for _, c := range f.localCredentials() {
+		local[c.Username] = c.Password
+	}
+	devices := map[string]*broker.Account{}
+	for i := range accts {
+		if a := &accts[i]; a.Role == broker.RoleDevice {
+			devices[a.Device] = a
+		}
+	}
+	out := make([]mosquittosync.Client, 0, len(accts))
+	for _, a := range accts {
+		dev := devices[a.Device]
+		c := mosquittosync.Client{Username: a.Username, Kind: string(a.Role),
+			Fingerprint: mosquittoexport.AccountFingerprint(a, dev), ACLs: mosquittoexport.AccountACLs(a)}
+		switch {
+		case a.Role == broker.RoleSkill && dev == nil:
+			continue
+		case a.Role == broker.RoleSkill:
+			if c.Password, err = mosquittoexport.SkillPassword(dev, a.Skill); err != nil {
+				return nil, fmt.Errorf("skill password of %s: %w", a.Username, err)
+			}
+		case local[a.Username] != "" && broker.HashSecret(local[a.Username]) == a.SecretHash:
+			c.Password = local[a.Username]
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// pushSecret hands a new secret to the live sync, if it runs: the only
+// moment the plaintext is known.
+func (f *exportingFleet) pushSecret(username, secret string) {
+	if f.ext == nil || f.ext.sync == nil {
+		return
+	}
+	f.ext.sync.SetSecret(username, mosquittoexport.Fingerprint(broker.HashSecret(secret), 0), secret)
+}
+
+// syncingAdapter is the controller's broker on an external Mosquitto with
+// the live sync: every auth table the controller installs (after any
+// registry change: devices, credentials, grants) also wakes the sync, and a
+// desired document waits for its skills' clients.
+type syncingAdapter struct {
+	*external.Adapter
+	sync *mosquittosync.Syncer
+	log  *slog.Logger
+}
+
+// dynsecGate bounds how long a desired document waits for its skills'
+// clients. The document goes to the same Mosquitto the sync talks to, so a
+// broker that cannot answer the sync within it cannot take the publish
+// either; the wait falls only on the reconcile worker publishing it.
+const dynsecGate = 3 * time.Second
+
+// Publish sends m; a device's desired document first waits (dynsecGate at
+// most) until Mosquitto holds a client for each skill it installs, so the
+// agent never starts a skill that cannot yet log in (a failed start would
+// fail the rollout). On the embedded broker the table derives skill
+// accounts at once; Mosquitto needs them created.
+func (s syncingAdapter) Publish(m broker.Message) error {
+	if users := desiredSkillUsers(m); len(users) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), dynsecGate)
+		ok := s.sync.Await(ctx, users...)
+		cancel()
+		if !ok {
+			s.log.Warn("publishing a desired document before Mosquitto holds its skills' clients", "topic", m.Topic)
+		}
+	}
+	return s.Adapter.Publish(m)
+}
+
+// desiredSkillUsers lists the skill usernames a desired document installs;
+// nil for any other message.
+func desiredSkillUsers(m broker.Message) []string {
+	t, err := topic.Parse(m.Topic)
+	if err != nil || t.Kind != topic.KindDesired || len(m.Payload) == 0 {
+		return nil
+	}
+	var doc desired.Doc
+	if json.Unmarshal(m.Payload, &doc) != nil {
+		return nil
+	}
+	var users []string
+	for _, id := range slices.Sorted(maps.Keys(doc.Skills)) {
+		users = append(users, skillcred.Username(t.Device, id))
+	}
+	return users
+}
+
+func (s syncingAdapter) SetTable(t *broker.Table) {
+	s.Adapter.SetTable(t)
+	s.sync.Trigger()
+}
