@@ -117,6 +117,7 @@ type gatewayRun struct {
 // and writes up.json. device, when set, also provisions a local device and
 // registers it in the fleet like any other (`chorus up`).
 func (a *app) startGateway(cfg configs.Config, device string) (*gatewayRun, error) {
+	tuneGatewayGC()
 	local, err := localauth.LoadOrCreate(cfg.DataDir, device)
 	if err != nil {
 		return nil, err

@@ -84,6 +84,7 @@ type externalRun struct {
 // startExternalGateway is startGateway on an external broker: the controller
 // connects as an ordinary MQTT 5 client, and agents get the broker's URL.
 func (a *app) startExternalGateway(cfg configs.Config, f externalFlags) (*gatewayRun, error) {
+	tuneGatewayGC()
 	local, err := localauth.LoadOrCreate(cfg.DataDir, "")
 	if err != nil {
 		return nil, err
