@@ -21,22 +21,7 @@ import (
 func startUnderPrlimit(t *testing.T, dir string, fsize int64, args ...string) *proc {
 	t.Helper()
 	full := append([]string{"--fsize=" + strconv.FormatInt(fsize, 10), chorusBin}, args...)
-	p := &proc{cmd: exec.Command("prlimit", full...), out: newSyncBuffer(), waited: make(chan error, 1)}
-	p.cmd.Dir = dir
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.Env = append(os.Environ(), "CHORUS_LOG_LEVEL=debug")
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.waited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.waited
-		if t.Failed() {
-			t.Logf("prlimit chorus %s output:\n%s", strings.Join(args, " "), p.out.String())
-		}
-	})
-	return p
+	return startProc(t, dir, exec.Command("prlimit", full...))
 }
 
 // largestFile is the size of the biggest file directly in dir.

@@ -278,7 +278,7 @@ func waitAccepted(t *testing.T, addr, user, pass string) {
 type mosquittoProc struct {
 	bin, conf, addr string
 	cmd             *exec.Cmd
-	log             *syncBuffer
+	log             *lockedBuffer
 }
 
 func newMosquitto(t *testing.T, bin, plugin, dir string) *mosquittoProc {
@@ -293,7 +293,7 @@ func newMosquitto(t *testing.T, bin, plugin, dir string) *mosquittoProc {
 		}
 	}
 	writeFile(t, filepath.Join(dir, "mosquitto.conf"), conf)
-	m := &mosquittoProc{bin: bin, conf: filepath.Join(dir, "mosquitto.conf"), addr: fmt.Sprintf("127.0.0.1:%d", port), log: newSyncBuffer()}
+	m := &mosquittoProc{bin: bin, conf: filepath.Join(dir, "mosquitto.conf"), addr: fmt.Sprintf("127.0.0.1:%d", port), log: &lockedBuffer{}}
 	t.Cleanup(func() {
 		m.stop(t)
 		if t.Failed() {

@@ -3,7 +3,6 @@ package main
 // End-to-end tests: build the chorus binary once and drive it as a user would.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,30 +44,21 @@ func TestMain(m *testing.M) {
 // proc is a running chorus command.
 type proc struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *lockedBuffer
 	waited chan error
-}
-
-type syncBuffer struct {
-	mu chan struct{}
-	b  bytes.Buffer
-}
-
-func newSyncBuffer() *syncBuffer { s := &syncBuffer{mu: make(chan struct{}, 1)}; return s }
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.String()
 }
 
 func startChorus(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(chorusBin, args...), out: newSyncBuffer(), waited: make(chan error, 1)}
+	return startProc(t, dir, exec.Command(chorusBin, args...))
+}
+
+// startProc starts cmd (chorus, or a wrapper around it such as prlimit) with
+// debug logs, collecting its output; the test's cleanup kills it and, when
+// the test failed, logs what it wrote.
+func startProc(t *testing.T, dir string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, out: &lockedBuffer{}, waited: make(chan error, 1)}
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.Env = append(os.Environ(), "CHORUS_LOG_LEVEL=debug")
@@ -80,7 +70,7 @@ func startChorus(t *testing.T, dir string, args ...string) *proc {
 		_ = p.cmd.Process.Kill()
 		<-p.waited
 		if t.Failed() {
-			t.Logf("chorus %s output:\n%s", strings.Join(args, " "), p.out.String())
+			t.Logf("%s output:\n%s", strings.Join(cmd.Args, " "), p.out.String())
 		}
 	})
 	return p
