@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
-	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
@@ -25,42 +22,13 @@ import (
 // integration added later logs in; a rotation refuses the old secret and
 // admits the new one; removing the device refuses the device and its skill.
 func TestMosquittoDynsecLiveE2E(t *testing.T) {
-	bin, err := exec.LookPath("mosquitto")
-	plugin := mosquittoexport.FindPlugin()
-	if err != nil || plugin == "" {
-		if os.Getenv("CI") == "" {
-			t.Skip("mosquitto or its dynamic-security plugin missing: apt-get install mosquitto to run the live sync suite")
-		}
-		t.Fatal("mosquitto or its dynamic-security plugin missing in CI: scripts/test.sh should have installed it")
-	}
 	work := t.TempDir()
-	mqDir := filepath.Join(work, "mosquitto")
-	if err := os.MkdirAll(mqDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ctlPass := randHex(t)
-	h, err := mosquittoexport.Hash(ctlPass)
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := mosquittoexport.RenderDynSec(nil, nil, mosquittoexport.Superuser{Username: "controller", Hash: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(mqDir, "dynamic-security.json"), string(boot.JSON))
-	mq := newMosquitto(t, bin, plugin, mqDir)
-	mq.start(t)
-	addr, mqttURL := mq.addr, "mqtt://"+mq.addr
+	gw := startMosquittoGateway(t, work, "--mosquitto-dynsec")
+	mq, ctlPass, up, fleetArgs := gw.mq, gw.ctlPass, gw.up, gw.fleetArgs
+	addr := mq.Addr
 
-	gw := filepath.Join(work, "gateway")
-	g := startChorus(t, work, "gateway", "--data-dir", gw, "--http-listen", "127.0.0.1:0",
-		"--broker", "external", "--mqtt-url", mqttURL, "--mqtt-username", "controller", "--mqtt-password", ctlPass,
-		"--mosquitto-dynsec")
-	up := waitUp(t, g, gw)
-	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
-
-	waitLogin(t, addr, up.Observer.Username, up.Observer.Password, true)
-	waitLogin(t, addr, up.Operator.Username, up.Operator.Password, true)
+	mq.WaitLogin(t, up.Observer.Username, up.Observer.Password, true)
+	mq.WaitLogin(t, up.Operator.Username, up.Operator.Password, true)
 
 	credsPath := filepath.Join(work, "pi-1.json")
 	mustChorus(t, work, fleetArgs("fleet", "device", "add", "pi-1", "--tag", "kitchen", "--credentials-out", credsPath)...)
@@ -68,7 +36,7 @@ func TestMosquittoDynsecLiveE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLogin(t, addr, "pi-1", creds.Password, true)
+	mq.WaitLogin(t, "pi-1", creds.Password, true)
 
 	agentConfig := filepath.Join(work, "agent.json")
 	writeFile(t, agentConfig, `{"skills": {"credentials": "derived"}}`)
@@ -89,14 +57,14 @@ func TestMosquittoDynsecLiveE2E(t *testing.T) {
 	checkSkillAnswers(t, addr, ctlPass, "pi-1") // the skill's own session subscribes and publishes
 	skillUser := skillcred.Username("pi-1", "fleet.hello")
 	skillPass := skillcred.MintDerived(skillcred.DeriveKey(creds.Password), creds.KeyVersion, "pi-1", "fleet.hello")
-	waitLogin(t, addr, skillUser, skillPass, true)
+	mq.WaitLogin(t, skillUser, skillPass, true)
 
 	out = mustChorus(t, work, fleetArgs("fleet", "integration", "add", "ha", "--allow", "speak", "-o", "json")...)
 	var ia fleetclient.IntegrationAdded
 	if err := json.Unmarshal([]byte(out), &ia); err != nil {
 		t.Fatalf("integration add output %q: %v", out, err)
 	}
-	waitLogin(t, addr, ia.Credentials.Username, ia.Credentials.Password, true)
+	mq.WaitLogin(t, ia.Credentials.Username, ia.Credentials.Password, true)
 
 	// The agent would reconnect with the old secret and be refused: stop it first.
 	if err := agent.stop(t, 10*time.Second); err != nil {
@@ -107,33 +75,14 @@ func TestMosquittoDynsecLiveE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLogin(t, addr, "pi-1", creds.Password, false)
-	waitLogin(t, addr, skillUser, skillPass, false)
-	waitLogin(t, addr, "pi-1", rotated.Password, true)
+	mq.WaitLogin(t, "pi-1", creds.Password, false)
+	mq.WaitLogin(t, skillUser, skillPass, false)
+	mq.WaitLogin(t, "pi-1", rotated.Password, true)
 	rotatedSkill := skillcred.MintDerived(skillcred.DeriveKey(rotated.Password), rotated.KeyVersion, "pi-1", "fleet.hello")
-	waitLogin(t, addr, skillUser, rotatedSkill, true)
+	mq.WaitLogin(t, skillUser, rotatedSkill, true)
 
 	mustChorus(t, work, fleetArgs("fleet", "device", "rm", "pi-1")...)
-	waitLogin(t, addr, "pi-1", rotated.Password, false)
-	waitLogin(t, addr, skillUser, rotatedSkill, false)
-	waitLogin(t, addr, ia.Credentials.Username, ia.Credentials.Password, true) // untouched
-}
-
-// waitLogin waits until Mosquitto accepts (want) or refuses user's CONNECT.
-func waitLogin(t *testing.T, addr, user, pass string, want bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := brokertest.Connect(t, addr, user, pass, brokertest.ConnectOptions{ClientID: "login-probe"})
-		if err == nil {
-			c.Close()
-		}
-		if (err == nil) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: login accepted=%v after 15s, want %v (last error %v)", user, err == nil, want, err)
-		}
-		time.Sleep(100 * time.Millisecond) // bounded poll: the sync applies changes asynchronously
-	}
+	mq.WaitLogin(t, "pi-1", rotated.Password, false)
+	mq.WaitLogin(t, skillUser, rotatedSkill, false)
+	mq.WaitLogin(t, ia.Credentials.Username, ia.Credentials.Password, true) // untouched
 }

@@ -4,14 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +16,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
+	"github.com/chorus-edge/chorus/fleet/mosquittoexport/mosquittotest"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
@@ -30,41 +27,13 @@ import (
 // derived credentials (skills.credentials "derived"). scripts/test.sh
 // installs Mosquitto; in CI a missing mosquitto is a failure, not a skip.
 func TestMosquittoPortabilityE2E(t *testing.T) {
-	bin, err := exec.LookPath("mosquitto")
-	plugin := mosquittoexport.FindPlugin()
-	if err != nil || plugin == "" {
-		if os.Getenv("CI") == "" {
-			t.Skip("mosquitto or its dynamic-security plugin missing: apt-get install mosquitto to run the external-broker portability suite")
-		}
-		t.Fatal("mosquitto or its dynamic-security plugin missing in CI: scripts/test.sh should have installed it")
-	}
 	work := t.TempDir()
-	mqDir := filepath.Join(work, "mosquitto")
-	os.MkdirAll(mqDir, 0o700)
-
-	// Bootstrap: only the controller's account, as an operator would with mosquitto_ctrl dynsec init.
-	ctlPass := randHex(t)
-	h, err := mosquittoexport.Hash(ctlPass)
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := mosquittoexport.RenderDynSec(nil, nil, mosquittoexport.Superuser{Username: "controller", Hash: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(mqDir, "dynamic-security.json"), string(boot.JSON))
-	mq := newMosquitto(t, bin, plugin, mqDir)
-	mq.start(t)
-	addr, mqttURL := mq.addr, "mqtt://"+mq.addr
-
-	gw := filepath.Join(work, "gateway")
-	g := startChorus(t, work, "gateway", "--data-dir", gw, "--http-listen", "127.0.0.1:0",
-		"--broker", "external", "--mqtt-url", mqttURL, "--mqtt-username", "controller", "--mqtt-password", ctlPass)
-	up := waitUp(t, g, gw)
+	gw := startMosquittoGateway(t, work)
+	mq, ctlPass, up, fleetArgs := gw.mq, gw.ctlPass, gw.up, gw.fleetArgs
+	addr, mqttURL := mq.Addr, "mqtt://"+mq.Addr
 	if up.MQTTURL != mqttURL {
 		t.Fatalf("up.json mqtt_url = %q, want %q", up.MQTTURL, mqttURL)
 	}
-	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
 
 	devices := []string{"pi-1", "pi-2"}
 	creds := map[string]configs.AgentCredentials{}
@@ -97,14 +66,14 @@ func TestMosquittoPortabilityE2E(t *testing.T) {
 	mustChorus(t, work, fleetArgs("fleet", "export", "mosquitto", "--out", filepath.Join(work, "files"))...)
 	checkPasswordFile(t, filepath.Join(work, "files", "password_file"), "pi-1", creds["pi-1"].Password)
 
-	out = mustChorus(t, work, fleetArgs("fleet", "export", "mosquitto", "--dynsec", mqDir)...)
+	out = mustChorus(t, work, fleetArgs("fleet", "export", "mosquitto", "--dynsec", mq.Dir)...)
 	if strings.Contains(out, "not exported") {
 		t.Errorf("dynsec export left accounts out:\n%s", out)
 	}
 	// Mosquitto 2.0's plugin reads its file only at start: restart it (with
 	// persistence, so the retained desired documents survive); the gateway reconnects.
-	mq.restart(t)
-	waitAccepted(t, addr, "pi-1", creds["pi-1"].Password)
+	mq.Restart(t)
+	mq.WaitLogin(t, "pi-1", creds["pi-1"].Password, true)
 
 	agentConfig := filepath.Join(work, "agent.json")
 	writeFile(t, agentConfig, `{"skills": {"credentials": "derived"}}`)
@@ -122,6 +91,34 @@ func TestMosquittoPortabilityE2E(t *testing.T) {
 
 	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.hello"]; return !ok })
+}
+
+// mosquittoGateway is `chorus gateway --broker external` on a Mosquitto
+// (persistent across Restart) whose plugin starts with only the
+// controller's account, as an operator would bootstrap it with
+// mosquitto_ctrl dynsec init.
+type mosquittoGateway struct {
+	mq      *mosquittotest.Mosquitto
+	ctlPass string // the controller's password
+	dataDir string
+	up      configs.Up
+}
+
+// startMosquittoGateway starts both, the gateway in work/gateway with args
+// added, and returns once the gateway is up.
+func startMosquittoGateway(t *testing.T, work string, args ...string) mosquittoGateway {
+	t.Helper()
+	g := mosquittoGateway{ctlPass: randHex(t), dataDir: filepath.Join(work, "gateway")}
+	g.mq = mosquittotest.Start(t, mosquittotest.Config{DynSec: mosquittotest.Bootstrap(t, "controller", g.ctlPass), Persist: true})
+	p := startChorus(t, work, append([]string{"gateway", "--data-dir", g.dataDir, "--http-listen", "127.0.0.1:0",
+		"--broker", "external", "--mqtt-url", "mqtt://" + g.mq.Addr, "--mqtt-username", "controller", "--mqtt-password", g.ctlPass}, args...)...)
+	g.up = waitUp(t, p, g.dataDir)
+	return g
+}
+
+// fleetArgs adds the gateway's data dir to the args of a fleet command.
+func (g mosquittoGateway) fleetArgs(args ...string) []string {
+	return append(args, "--data-dir", g.dataDir)
 }
 
 // checkPasswordFile checks that the password file export has user's line
@@ -255,87 +252,6 @@ func checkMosquittoACL(t *testing.T, addr string, creds map[string]configs.Agent
 	}
 }
 
-// waitAccepted waits until Mosquitto accepts user (it restarts asynchronously).
-func waitAccepted(t *testing.T, addr, user, pass string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := brokertest.Connect(t, addr, user, pass, brokertest.ConnectOptions{ClientID: "probe"})
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not accepted: %v", user, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// mosquittoProc is a Mosquitto 2 on a fixed loopback port with the
-// dynamic-security plugin reading dir/dynamic-security.json, restartable
-// with its persisted state.
-type mosquittoProc struct {
-	bin, conf, addr string
-	cmd             *exec.Cmd
-	log             *lockedBuffer
-}
-
-func newMosquitto(t *testing.T, bin, plugin, dir string) *mosquittoProc {
-	t.Helper()
-	port := freePort(t)
-	conf := fmt.Sprintf("per_listener_settings false\nallow_anonymous false\nlistener %d 127.0.0.1\n"+
-		"persistence true\npersistence_location %s/\nplugin %s\nplugin_opt_config_file %s\nlog_dest stdout\nlog_type all\n",
-		port, dir, plugin, filepath.Join(dir, "dynamic-security.json"))
-	if os.Getuid() == 0 { // mosquitto drops root for the "mosquitto" user, who cannot read 0600 files in our temp dir
-		if u, err := user.Current(); err == nil {
-			conf += "user " + u.Username + "\n"
-		}
-	}
-	writeFile(t, filepath.Join(dir, "mosquitto.conf"), conf)
-	m := &mosquittoProc{bin: bin, conf: filepath.Join(dir, "mosquitto.conf"), addr: fmt.Sprintf("127.0.0.1:%d", port), log: &lockedBuffer{}}
-	t.Cleanup(func() {
-		m.stop(t)
-		if t.Failed() {
-			t.Logf("mosquitto log:\n%s", m.log.String())
-		}
-	})
-	return m
-}
-
-func (m *mosquittoProc) start(t *testing.T) {
-	t.Helper()
-	m.cmd = exec.Command(m.bin, "-c", m.conf)
-	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitListening(t, m.addr)
-}
-
-// stop ends Mosquitto with SIGTERM, so it writes its persistence file.
-func (m *mosquittoProc) stop(t *testing.T) {
-	if m.cmd == nil {
-		return
-	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-done
-	}
-	m.cmd = nil
-}
-
-func (m *mosquittoProc) restart(t *testing.T) {
-	t.Helper()
-	m.stop(t)
-	m.start(t)
-}
-
 func randHex(t *testing.T) string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -349,27 +265,4 @@ func writeFile(t *testing.T, path, body string) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on %s", addr)
 }

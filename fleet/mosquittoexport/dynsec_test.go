@@ -1,21 +1,17 @@
-package mosquittoexport
+package mosquittoexport_test
 
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
+	"github.com/chorus-edge/chorus/fleet/mosquittoexport/mosquittotest"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
@@ -55,7 +51,7 @@ func newDynFixture(t *testing.T) dynFixture {
 }
 
 func (f *dynFixture) add(t *testing.T, a broker.Account, secret string) {
-	h, err := Hash(secret)
+	h, err := mosquittoexport.Hash(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,22 +64,22 @@ func TestRenderDynSec(t *testing.T) {
 	f := newDynFixture(t)
 	delete(f.hashes, "pi-2")
 	orphan := broker.SkillAccount("pi-9", "x")
-	h, _ := Hash("ctl")
-	out, err := RenderDynSec(append(f.accounts, orphan), f.hashes, Superuser{Username: "controller", Hash: h})
+	h, _ := mosquittoexport.Hash("ctl")
+	out, err := mosquittoexport.RenderDynSec(append(f.accounts, orphan), f.hashes, mosquittoexport.Superuser{Username: "controller", Hash: h})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var file DynSec
+	var file mosquittoexport.DynSec
 	if err := json.Unmarshal(out.JSON, &file); err != nil {
 		t.Fatalf("export is not JSON: %v", err)
 	}
-	if file.DefaultACLAccess != (DefaultACLAccess{Unsubscribe: true}) {
+	if file.DefaultACLAccess != (mosquittoexport.DefaultACLAccess{Unsubscribe: true}) {
 		t.Errorf("defaultACLAccess = %+v, want deny all but unsubscribe", file.DefaultACLAccess)
 	}
 	var users []string
 	for _, c := range file.Clients {
 		users = append(users, c.Username)
-		if c.Iterations != Iterations || len(c.Salt) != 16 || len(c.Password) != 88 || len(c.Roles) != 1 {
+		if c.Iterations != mosquittoexport.Iterations || len(c.Salt) != 16 || len(c.Password) != 88 || len(c.Roles) != 1 {
 			t.Errorf("client %s: %+v", c.Username, c)
 		}
 	}
@@ -107,50 +103,17 @@ func TestRenderDynSec(t *testing.T) {
 	}
 }
 
-func TestLiteralDenials(t *testing.T) {
-	tests := []struct {
-		name       string
-		deny       []string
-		allow      []string
-		want, omit []string
-	}{
-		{"skill defaults", broker.SkillDenyTypes, nil,
-			[]string{"ovos.skills.install", "ovos.skills.uninstall.failed", "skillmanager.deactivate", "mycroft.gui.available", "ovos.pip.install"}, nil},
-		{"granted type", broker.SkillDenyTypes, []string{"ovos.skills.install"},
-			[]string{"ovos.skills.uninstall"}, []string{"ovos.skills.install"}},
-		{"granted pattern", broker.SkillDenyTypes, []string{"skillmanager.*"},
-			[]string{"ovos.pip.install"}, []string{"skillmanager.rescan", "skillmanager.list"}},
-		{"exact type", []string{"speak"}, nil, []string{"speak"}, []string{"ovos.pip.install"}},
-		{"nothing denied", nil, nil, nil, []string{"ovos.pip.install"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := literalDenials(broker.Account{DenyTypes: tc.deny, AllowTypes: tc.allow})
-			for _, w := range tc.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("%s not denied; got %v", w, got)
-				}
-			}
-			for _, o := range tc.omit {
-				if slices.Contains(got, o) {
-					t.Errorf("%s denied; got %v", o, got)
-				}
-			}
-		})
-	}
-}
-
 // TestDynSecOnMosquitto loads the export into a real Mosquitto 2 with the
 // dynamic-security plugin on loopback and tries each role against the rows
 // of the matrix a topic ACL can express (docs/security.md).
 func TestDynSecOnMosquitto(t *testing.T) {
 	f := newDynFixture(t)
-	h, _ := Hash("ctl-pass")
-	out, err := RenderDynSec(f.accounts, f.hashes, Superuser{Username: "controller", Hash: h})
+	h, _ := mosquittoexport.Hash("ctl-pass")
+	out, err := mosquittoexport.RenderDynSec(f.accounts, f.hashes, mosquittoexport.Superuser{Username: "controller", Hash: h})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := startMosquitto(t, out.JSON)
+	addr := mosquittotest.Start(t, mosquittotest.Config{DynSec: out.JSON}).Addr
 	connect := func(user string) *brokertest.Client {
 		t.Helper()
 		pass := f.secrets[user]
@@ -249,83 +212,4 @@ func TestDynSecOnMosquitto(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startMosquitto runs mosquitto with the dynamic-security plugin reading
-// body, on a free loopback port, for the test's lifetime. Without mosquitto
-// or the plugin the test is skipped outside CI and fails in CI.
-func startMosquitto(t *testing.T, body []byte) string {
-	t.Helper()
-	bin, _ := exec.LookPath("mosquitto")
-	plugin := FindPlugin()
-	if bin == "" || plugin == "" {
-		if os.Getenv("CI") == "" {
-			t.Skip("mosquitto or its dynamic-security plugin is missing (apt-get install mosquitto)")
-		}
-		t.Fatal("mosquitto or its dynamic-security plugin is missing in CI")
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "dynamic-security.json"), body, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	conf := fmt.Sprintf("per_listener_settings false\nallow_anonymous false\nlistener %s 127.0.0.1\npersistence false\n"+
-		"plugin %s\nplugin_opt_config_file %s\nlog_dest stdout\nlog_type all\n",
-		port, plugin, filepath.Join(dir, "dynamic-security.json"))
-	if os.Getuid() == 0 { // mosquitto drops root for "mosquitto", who cannot read our 0600 files
-		if u, err := user.Current(); err == nil {
-			conf += "user " + u.Username + "\n"
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mosquitto.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-c", filepath.Join(dir, "mosquitto.conf"))
-	var log lockedBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("mosquitto log:\n%s", log.String())
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mosquitto does not listen on %s:\n%s", addr, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
