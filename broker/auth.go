@@ -149,21 +149,15 @@ func (t *Table) authenticateSkill(username, device, skill, password string) (*Ac
 	if !ok || dev.Role != RoleDevice {
 		return nil, ErrBadCredentials
 	}
-	if err := verifySkill(dev, device, skill, password); err != nil {
+	// Only the signed form (docs/security.md, "Skill credential forms"). The
+	// derived form is keyed with the stored hash of the device secret, which
+	// this table holds: accepting it would turn a leaked registry or backup
+	// into a login as any skill. It exists for Mosquitto's static passwords,
+	// where the broker checks it, never this table.
+	if err := skillcred.Verify(dev.SkillKey, dev.KeyVersion, device, skill, password); err != nil {
 		return nil, ErrBadCredentials
 	}
 	return t.skillAccount(username, dev, skill), nil
-}
-
-// verifySkill accepts either skill credential form (gateway/skillcred): the
-// default signature by the device key, or the derived form an external
-// broker's static password export needs, keyed with the device's stored
-// secret hash (docs/security.md, "Skill credential forms").
-func verifySkill(dev *Account, device, skill, password string) error {
-	if skillcred.IsDerived(password) {
-		return skillcred.VerifyDerived(dev.SecretHash, dev.KeyVersion, device, skill, password)
-	}
-	return skillcred.Verify(dev.SkillKey, dev.KeyVersion, device, skill, password)
 }
 
 // Lookup returns the account a connected client authenticated as, by username,
