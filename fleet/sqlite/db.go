@@ -237,7 +237,7 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn fun
 		}
 	default:
 		if err = t.Commit(); err != nil {
-			err = fmt.Errorf("fleet db %s: commit %s: %w", db.path, kind, err)
+			err = commitFailed(fmt.Errorf("fleet db %s: commit %s: %w", db.path, kind, err))
 		}
 	}
 	if len(tx.unprepared) > 0 {

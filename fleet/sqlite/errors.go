@@ -21,14 +21,20 @@ func isUnique(err error) bool {
 	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
+// coded is an SQLite error with its result code (*modernc.org/sqlite.Error).
+type coded interface {
+	error
+	Code() int
+}
+
 // unavailableOr gives SQLite's storage failures an operator-facing message
 // (fleet.EUNAVAILABLE) while keeping the original error in the chain for the
 // log; any other error passes through. The transaction was rolled back, so
 // nothing changed.
 func unavailableOr(err error) error {
-	var se *msqlite.Error
-	if err == nil || !errors.As(err, &se) {
-		return err
+	var se coded
+	if err == nil || fleet.ErrorCode(err) != fleet.EINTERNAL || !errors.As(err, &se) {
+		return err // no error, already an application error, or not SQLite's
 	}
 	var msg string
 	switch se.Code() & 0xff { // the primary result code
@@ -42,6 +48,19 @@ func unavailableOr(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", fleet.Errorf(fleet.EUNAVAILABLE, "%s", msg), err)
+}
+
+// commitFailed is unavailableOr for an error of COMMIT itself. An I/O error
+// there leaves the outcome unknown (in WAL mode the frames may have reached
+// the log before the failure), so the message must not promise that nothing
+// changed; a busy or full database at commit did roll back.
+func commitFailed(err error) error {
+	var se coded
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_IOERR {
+		return fmt.Errorf("%w: %w", fleet.Errorf(fleet.EUNAVAILABLE, "%s",
+			"the fleet database could not confirm the change (I/O error while committing: a full disk, a file size limit or a failing disk); it may or may not have been applied: check before retrying, and see the gateway's log"), err)
+	}
+	return unavailableOr(err)
 }
 
 // conflictOr maps a uniqueness violation to a conflict with msg and passes
