@@ -234,6 +234,7 @@ func (g *gatewayRun) close() error {
 	if g.http != nil {
 		errs = append(errs, g.http.Close(ctx))
 	}
+	g.closeSync()
 	if g.fleet != nil {
 		errs = append(errs, g.fleet.Close())
 	}

@@ -127,21 +127,32 @@ type syncingAdapter struct {
 // either; the wait falls only on the reconcile worker publishing it.
 const dynsecGate = 3 * time.Second
 
-// Publish sends m; a device's desired document first waits (dynsecGate at
-// most) until Mosquitto holds a client for each skill it installs, so the
-// agent never starts a skill that cannot yet log in (a failed start would
-// fail the rollout). On the embedded broker the table derives skill
-// accounts at once; Mosquitto needs them created.
+// Publish sends m; a device's desired document first waits (awaitSkillClients)
+// until Mosquitto holds a client for each skill it installs, so the agent
+// never starts a skill that cannot yet log in (a failed start would fail the
+// rollout). On the embedded broker the table derives skill accounts at once;
+// Mosquitto needs them created.
 func (s syncingAdapter) Publish(m broker.Message) error {
-	if users := desiredSkillUsers(m); len(users) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), dynsecGate)
-		ok := s.sync.Await(ctx, users...)
-		cancel()
-		if !ok {
+	if users := desiredSkillUsers(m); len(users) > 0 && !awaitSkillClients(s.sync, users) {
+		if s.sync.Healthy() {
 			s.log.Warn("publishing a desired document before Mosquitto holds its skills' clients", "topic", m.Topic)
+		} else { // the sync logs its own failures; one line per document would flood a rollout
+			s.log.Debug("publishing a desired document without waiting: the dynamic-security sync is failing", "topic", m.Topic)
 		}
 	}
 	return s.Adapter.Publish(m)
+}
+
+// awaitSkillClients is Publish's gate: true once the sync holds users. It
+// waits dynsecGate at most, and only while the sync is worth waiting for:
+// not at all while its last pass failed (its next try is a back-off away,
+// and a stalled sync would otherwise cost every publish of a rollout the
+// whole bound), and no longer once the sync closes, which it does when the
+// gateway stops (Syncer.Await ends on both).
+func awaitSkillClients(syncer *mosquittosync.Syncer, users []string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), dynsecGate)
+	defer cancel()
+	return syncer.Await(ctx, users...)
 }
 
 // desiredSkillUsers lists the skill usernames a desired document installs;

@@ -152,11 +152,18 @@ func (g *gatewayRun) health() map[string]any {
 	return map[string]any{"mqtt": map[string]any{"clients": s.ClientsConnected, "retained": s.Retained}}
 }
 
-func (g *gatewayRun) closeBroker() error {
+// closeSync stops the live dynamic-security sync, before the controller:
+// a reconcile worker waiting for it to create a skill's client is released
+// at once instead of running out its wait.
+// Only close calls it, once.
+func (g *gatewayRun) closeSync() {
 	if g.ext != nil && g.ext.sync != nil {
 		g.ext.sync.Close()
 		_ = g.ext.syncMQTT.Close()
 	}
+}
+
+func (g *gatewayRun) closeBroker() error {
 	if g.ext != nil {
 		return g.ext.mqtt.Close()
 	}

@@ -24,11 +24,7 @@ func (s *Syncer) reconcile() error {
 	if err != nil {
 		return fmt.Errorf("read desired accounts: %w", err)
 	}
-	for i := range desired {
-		if sec, ok := secrets[desired[i].Username]; ok && desired[i].Password == "" && sec.fp == desired[i].Fingerprint {
-			desired[i].Password = sec.password
-		}
-	}
+	withSecrets(desired, secrets)
 	rs, err := s.request(ctx, listCommands())
 	if err != nil {
 		return fmt.Errorf("list dynamic-security state: %w", err)
@@ -40,9 +36,19 @@ func (s *Syncer) reconcile() error {
 	p := diff(desired, state, s.cfg.Self)
 	s.report(p, desired)
 	failed, err := s.apply(ctx, p.Commands)
-	s.prune(secrets, desired, p.Set, failed)
+	s.prune(secrets, desired, state, p.Set, failed)
 	s.setReady(desired, p, failed)
 	return err
+}
+
+// withSecrets gives each desired client without a password the plaintext
+// handed over for its current secret, if any.
+func withSecrets(desired []Client, secrets map[string]secret) {
+	for i := range desired {
+		if sec, ok := secrets[desired[i].Username]; ok && desired[i].Password == "" && sec.fp == desired[i].Fingerprint {
+			desired[i].Password = sec.password
+		}
+	}
 }
 
 // apply sends cmds in batches and returns the usernames and roles of the
@@ -161,23 +167,29 @@ func (s *Syncer) secretsSnapshot() map[string]secret {
 	return out
 }
 
-// prune forgets the secrets of the snapshot that the plugin now has (set
-// and not refused), that a newer secret superseded, or whose account is
-// gone. A secret handed over since the snapshot is kept.
-func (s *Syncer) prune(snapshot map[string]secret, desired []Client, set []string, failed map[string]bool) {
+// prune forgets the secrets of the snapshot that the plugin now has, that
+// a newer secret superseded, or whose account is gone. The plugin has a
+// secret when no command about its account was refused in this pass and
+// either the pass set it (set) or the listed state already held the client
+// with the secret's fingerprint: a createClient whose answer was lost, or
+// one applied in a pass where another command for the account was refused,
+// is never set again, so without the second rule its plaintext would stay
+// in memory for good. A secret handed over since the snapshot is kept.
+func (s *Syncer) prune(snapshot map[string]secret, desired []Client, state State, set []string, failed map[string]bool) {
 	fps := map[string]string{}
 	for _, d := range desired {
 		fps[d.Username] = d.Fingerprint
 	}
-	done := map[string]bool{}
+	held := map[string]bool{}
 	for _, u := range set {
-		done[u] = !failed[u]
+		held[u] = true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for u, sec := range snapshot {
 		fp, ok := fps[u]
-		if cur, still := s.secrets[u]; still && cur == sec && (!ok || fp != sec.fp || done[u]) {
+		pushed := !failed[u] && (held[u] || state.holds(u, sec.fp))
+		if cur, still := s.secrets[u]; still && cur == sec && (!ok || fp != sec.fp || pushed) {
 			delete(s.secrets, u)
 		}
 	}

@@ -78,3 +78,15 @@ func parseState(rs []Response) (State, error) {
 	}
 	return s, nil
 }
+
+// holds reports whether the plugin has username as a Chorus client whose
+// textname records fingerprint fp, that is, with the password made from
+// that secret.
+func (s State) holds(username, fp string) bool {
+	c, ok := s.Clients[username]
+	if !ok || fp == "" {
+		return false
+	}
+	got, chorus := mosquittoexport.ParseClientTextName(c.TextName)
+	return chorus && got == fp
+}

@@ -78,7 +78,8 @@ type Syncer struct {
 	kick chan struct{}
 	resp chan []byte
 
-	urgent atomic.Bool // the next kick skips the debounce (Await)
+	urgent  atomic.Bool // the next kick skips the debounce (Await)
+	healthy atomic.Bool // the last reconcile succeeded, or none ran yet (Healthy)
 
 	mu      sync.Mutex        // guards the fields below; never held across I/O
 	secrets map[string]secret // username -> plaintext handed over, until pushed
@@ -104,9 +105,11 @@ func New(cfg Config) (*Syncer, error) {
 	}
 	cfg.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Syncer{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), resp: make(chan []byte, 8),
+	s := &Syncer{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), resp: make(chan []byte, 8),
 		secrets: map[string]secret{}, ready: map[string]bool{}, passed: make(chan struct{}),
-		warned: map[string]string{}, ctx: ctx, cancel: cancel}, nil
+		warned: map[string]string{}, ctx: ctx, cancel: cancel}
+	s.healthy.Store(true)
+	return s, nil
 }
 
 // Start subscribes to the plugin's answers and the trigger topics and starts
@@ -155,9 +158,15 @@ func (s *Syncer) SetSecret(username, fp, password string) {
 	s.Trigger()
 }
 
+// Healthy reports whether the last reconcile succeeded; true before the
+// first. It turns false as soon as one try fails, before any retry.
+func (s *Syncer) Healthy() bool { return s.healthy.Load() }
+
 // Await returns true once the plugin holds every one of usernames with its
 // current password, asking for a reconcile without the debounce when it does
-// not; false when ctx ends first. The gateway awaits a device's skill
+// not. It returns false instead of waiting while the sync is not Healthy
+// (the next try comes after a back-off of a second or more), and when ctx
+// ends or the Syncer closes first. The gateway awaits a device's skill
 // clients before publishing a desired document that installs them, so a
 // skill never starts before it can log in.
 func (s *Syncer) Await(ctx context.Context, usernames ...string) bool {
@@ -172,11 +181,16 @@ func (s *Syncer) Await(ctx context.Context, usernames ...string) bool {
 		if all {
 			return true
 		}
+		if !s.Healthy() {
+			return false
+		}
 		s.urgent.Store(true)
 		s.Trigger()
 		select {
 		case <-passed:
 		case <-ctx.Done():
+			return false
+		case <-s.ctx.Done():
 			return false
 		}
 	}
@@ -216,6 +230,7 @@ func (s *Syncer) reconcileRetrying() {
 	backoff := time.Second
 	for attempt := 1; ; attempt++ {
 		err := s.reconcile()
+		s.healthy.Store(err == nil) // before pass: a woken Await sees it
 		s.pass()
 		if err == nil {
 			return

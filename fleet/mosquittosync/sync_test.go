@@ -53,6 +53,9 @@ func TestSyncerOnMosquitto(t *testing.T) {
 	if !s.Await(ctx, "skill:pi-1:hello") {
 		t.Fatal("Await: skill client never ready")
 	}
+	if !s.Healthy() {
+		t.Error("Healthy false after a successful pass")
+	}
 	mq.WaitLogin(t, "skill:pi-1:hello", "d1.skill", true)
 	mq.WaitLogin(t, "pi-1", "first", false) // its secret was never handed over
 
