@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"weak"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
@@ -32,21 +33,29 @@ import (
 //
 // Only sessions that outlive their connection are stored: a clean session
 // (MQTT 5 session expiry 0, or MQTT 3 clean session) cannot be resumed after
-// a restart, so its client record and its in-flight messages are never written.
+// a restart, so its client record and its in-flight messages are never written,
+// not even by a delivery mochi makes after the client disconnected
+// (store_session.go).
 type store struct {
 	mqtt.HookBase
 	db  *sql.DB
 	log *slog.Logger
 
-	// clean holds the connected clients whose session ends with their
-	// connection, decided once at OnSessionEstablished: mochi may change a
-	// client's session expiry on its own goroutine (DISCONNECT), so it is not
-	// read again from other goroutines. A client not in it (one restored from
-	// the store, or not yet established) is treated as persistent.
-	clean sync.Map // *mqtt.Client → struct{}
+	// conn holds the kind of each connected, established client
+	// (store_session.go); mochi may change a client's session expiry on its
+	// own goroutine (DISCONNECT), so it is decided once and not read again
+	// from other goroutines.
+	conn sync.Map // *mqtt.Client → sessionKind
 
+	// mu guards pending, stopped and clients. Nothing under it does I/O.
 	mu      sync.Mutex
 	pending map[storeKey]change // latest change per key
+	// stopped holds the clients whose session stores nothing (clean, or
+	// ended), for as long as the client object lives (store_session.go).
+	stopped map[weak.Pointer[mqtt.Client]]sessionKind
+	// clients holds the ids with a stored client record or a pending one:
+	// loaded at start, kept by putLocked.
+	clients map[string]struct{}
 
 	failed int // consecutive failed writes (writer goroutine only)
 
@@ -129,7 +138,13 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open broker store %s: %w", path, err)
 	}
-	s := &store{db: db, log: log, pending: make(map[storeKey]change), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &store{
+		db: db, log: log,
+		pending: make(map[storeKey]change),
+		stopped: make(map[weak.Pointer[mqtt.Client]]sessionKind),
+		clients: make(map[string]struct{}),
+		kick:    make(chan struct{}, 1), done: make(chan struct{}),
+	}
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -141,7 +156,7 @@ func (s *store) ID() string { return "chorus-store" }
 // rather than a search.
 func (s *store) Provides(b byte) bool {
 	switch b {
-	case mqtt.OnSessionEstablished, mqtt.OnDisconnect, mqtt.OnSubscribed, mqtt.OnUnsubscribed,
+	case mqtt.OnSessionEstablish, mqtt.OnSessionEstablished, mqtt.OnDisconnect, mqtt.OnSubscribed, mqtt.OnUnsubscribed,
 		mqtt.OnRetainMessage, mqtt.OnWillSent, mqtt.OnQosPublish, mqtt.OnQosComplete,
 		mqtt.OnQosDropped, mqtt.OnClientExpired, mqtt.OnRetainedExpired,
 		mqtt.StoredClients, mqtt.StoredSubscriptions, mqtt.StoredInflightMessages, mqtt.StoredRetainedMessages:
@@ -152,15 +167,33 @@ func (s *store) Provides(b byte) bool {
 
 func (s *store) put(k storeKey, c change) {
 	s.mu.Lock()
-	s.pending[k] = c
+	s.putLocked(k, c)
 	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *store) del(k storeKey) { s.put(k, change{del: true}) }
+
+// putLocked records c as the latest change of k; s.mu is held.
+func (s *store) putLocked(k storeKey, c change) {
+	s.pending[k] = c
+	if k.kind != kindClient {
+		return
+	}
+	if c.del {
+		delete(s.clients, k.client)
+	} else {
+		s.clients[k.client] = struct{}{}
+	}
+}
+
+// wake tells the writer there is something to flush.
+func (s *store) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
-
-func (s *store) del(k storeKey) { s.put(k, change{del: true}) }
 
 // writer owns the database writes.
 func (s *store) writer() {
@@ -220,10 +253,7 @@ func (s *store) requeue(batch map[storeKey]change) {
 		}
 	}
 	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.wake()
 }
 
 // pause is how long the writer waits between flushes.

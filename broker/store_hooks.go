@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
@@ -19,35 +20,38 @@ func expiresWithConnection(cl *mqtt.Client) bool {
 	return cl.Properties.Clean
 }
 
-// persistent reports whether cl's session may be resumed after a restart, so
-// its state must be stored. It runs on any goroutine (deliveries run on the
-// publisher's), so it reads only what OnSessionEstablished decided.
-func (s *store) persistent(cl *mqtt.Client) bool {
-	_, clean := s.clean.Load(cl)
-	return !clean
+// OnSessionEstablish decides, before mochi adds the client and re-sends an
+// inherited session's in-flight messages (each an OnQosPublish), whether
+// its session is stored: a clean session is marked as storing nothing for
+// as long as the client object lives.
+func (s *store) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
+	if expiresWithConnection(cl) {
+		s.stopSession(cl, sessionClean)
+	}
 }
 
 // OnSessionEstablished stores a persistent session's client record. A clean
 // session is not stored, and a record left by an earlier persistent session
 // of the same client id is deleted: that session ended now [MQTT-3.1.2-4].
+// Nothing changes the session expiry between OnSessionEstablish and here
+// (both run on the client's goroutine before it reads a packet).
 func (s *store) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
 	if expiresWithConnection(cl) {
-		s.clean.Store(cl, struct{}{})
-		s.del(storeKey{kind: kindClient, client: cl.ID})
+		s.conn.Store(cl, sessionClean)
+		s.forgetClient(cl.ID)
 		return
 	}
+	s.conn.Store(cl, sessionStored)
 	s.saveClient(cl)
 }
 
-func (s *store) OnWillSent(cl *mqtt.Client, _ packets.Packet) {
-	if s.persistent(cl) {
-		s.saveClient(cl)
-	}
-}
+// OnWillSent stores the client record without its will; mochi may send a
+// delayed will after the session ended, which putFor skips.
+func (s *store) OnWillSent(cl *mqtt.Client, _ packets.Packet) { s.saveClient(cl) }
 
 func (s *store) saveClient(cl *mqtt.Client) {
 	props := cl.Properties.Props.Copy(false)
-	s.put(storeKey{kind: kindClient, client: cl.ID}, change{value: &storage.Client{
+	s.putFor(cl, storeKey{kind: kindClient, client: cl.ID}, change{value: &storage.Client{
 		ID:              cl.ID,
 		T:               storage.ClientKey,
 		Remote:          cl.Net.Remote,
@@ -72,29 +76,48 @@ func (s *store) saveClient(cl *mqtt.Client) {
 
 // OnDisconnect forgets a persistent session that expires with this
 // connection (its expiry set to 0 at DISCONNECT); an unexpired one stays
-// stored until OnClientExpired. A clean session was never stored.
+// stored until OnClientExpired. A clean session was never stored. A session
+// that ends, and the client object of one taken over, store nothing from
+// now on: mochi clears them only after this hook, and may deliver to them
+// meanwhile and after (store_session.go).
 func (s *store) OnDisconnect(cl *mqtt.Client, _ error, expire bool) {
-	if _, clean := s.clean.LoadAndDelete(cl); clean {
+	if kind, _ := s.connKind(cl); kind == sessionClean {
+		s.conn.Delete(cl) // stopped keeps it marked clean
 		return
 	}
-	if !expire || cl.StopCause() == packets.ErrSessionTakenOver {
+	takenOver := cl.StopCause() == packets.ErrSessionTakenOver
+	if !expire && !takenOver {
+		s.conn.Delete(cl) // offline; its session stays stored
 		return
 	}
-	s.del(storeKey{kind: kindClient, client: cl.ID})
+	s.stopSession(cl, sessionEnded)
+	if !takenOver { // the new connection owns the record of a taken-over one
+		s.forgetClient(cl.ID)
+	}
 }
 
-func (s *store) OnClientExpired(cl *mqtt.Client) { s.del(storeKey{kind: kindClient, client: cl.ID}) }
+// OnClientExpired forgets an offline session whose expiry passed: its client
+// record, subscriptions and in-flight messages. mochi removes the client
+// without clearing it (no unsubscribe or inflight hooks follow), so this hook
+// deletes the rows itself, and nothing more of the session is stored.
+func (s *store) OnClientExpired(cl *mqtt.Client) {
+	s.stopSession(cl, sessionEnded)
+	for f := range cl.State.Subscriptions.GetAll() {
+		s.del(storeKey{kind: kindSubscription, client: cl.ID, name: f})
+	}
+	for _, pk := range cl.State.Inflight.GetAll(false) {
+		s.del(storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID})
+	}
+	s.forgetClient(cl.ID)
+}
 
 func (s *store) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) {
-	if !s.persistent(cl) {
-		return // a clean session's subscriptions end with it
-	}
 	for i, f := range pk.Filters {
 		if i < len(codes) && codes[i] >= 0x80 {
 			continue // refused subscriptions are not part of the session
 		}
 		k := storeKey{kind: kindSubscription, client: cl.ID, name: f.Filter}
-		s.put(k, change{value: &storage.Subscription{
+		s.putFor(cl, k, change{value: &storage.Subscription{
 			ID: k.key(), T: storage.SubscriptionKey, Client: cl.ID, Qos: f.Qos, Filter: f.Filter,
 			Identifier: f.Identifier, NoLocal: f.NoLocal, RetainHandling: f.RetainHandling,
 			RetainAsPublished: f.RetainAsPublished,
@@ -103,11 +126,8 @@ func (s *store) OnSubscribed(cl *mqtt.Client, pk packets.Packet, codes []byte) {
 }
 
 func (s *store) OnUnsubscribed(cl *mqtt.Client, pk packets.Packet) {
-	if !s.persistent(cl) {
-		return
-	}
 	for _, f := range pk.Filters {
-		s.del(storeKey{kind: kindSubscription, client: cl.ID, name: f.Filter})
+		s.delFor(cl, storeKey{kind: kindSubscription, client: cl.ID, name: f.Filter})
 	}
 }
 
@@ -127,20 +147,20 @@ func (s *store) OnRetainedExpired(topic string) { s.del(storeKey{kind: kindRetai
 // clean session, which a restart ends anyway, and mochi's own PUBACK for an
 // inbound QoS 1 publish (ownAck).
 func (s *store) OnQosPublish(cl *mqtt.Client, pk packets.Packet, sent int64, _ int) {
-	if ownAck(pk) || !s.persistent(cl) {
-		return
+	if ownAck(pk) || s.connClean(cl) {
+		return // connClean first spares building the change
 	}
-	s.put(storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID}, change{pk: pk, client: cl.ID, sent: sent})
+	s.putFor(cl, storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID}, change{pk: pk, client: cl.ID, sent: sent})
 }
 
 func (s *store) OnQosComplete(cl *mqtt.Client, pk packets.Packet) { s.forgetInflight(cl, pk) }
 func (s *store) OnQosDropped(cl *mqtt.Client, pk packets.Packet)  { s.forgetInflight(cl, pk) }
 
 func (s *store) forgetInflight(cl *mqtt.Client, pk packets.Packet) {
-	if ownAck(pk) || !s.persistent(cl) {
+	if ownAck(pk) || s.connClean(cl) {
 		return
 	}
-	s.del(storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID})
+	s.delFor(cl, storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID})
 }
 
 // ownAck reports whether pk is mochi's PUBACK for an inbound QoS 1 publish:
@@ -177,24 +197,31 @@ func message(k storeKey, client string, pk packets.Packet, sent int64) *storage.
 	}
 }
 
+// StoredClients also learns which client ids have a stored record, so
+// forgetClient deletes only those (an unreadable row included).
 func (s *store) StoredClients() ([]storage.Client, error) {
-	return load[storage.Client](s, storage.ClientKey)
+	return load[storage.Client](s, storage.ClientKey, func(key string) {
+		s.mu.Lock()
+		s.clients[strings.TrimPrefix(key, storage.ClientKey+"_")] = struct{}{}
+		s.mu.Unlock()
+	})
 }
 
 func (s *store) StoredSubscriptions() ([]storage.Subscription, error) {
-	return load[storage.Subscription](s, storage.SubscriptionKey)
+	return load[storage.Subscription](s, storage.SubscriptionKey, nil)
 }
 
 func (s *store) StoredInflightMessages() ([]storage.Message, error) {
-	return load[storage.Message](s, storage.InflightKey)
+	return load[storage.Message](s, storage.InflightKey, nil)
 }
 
 func (s *store) StoredRetainedMessages() ([]storage.Message, error) {
-	return load[storage.Message](s, storage.RetainedKey)
+	return load[storage.Message](s, storage.RetainedKey, nil)
 }
 
-// load reads every stored value of kind; it runs once, at Serve, before any client.
-func load[T any](s *store, kind string) ([]T, error) {
+// load reads every stored value of kind, telling seen (if not nil) each row
+// key; it runs once, at Serve, before any client.
+func load[T any](s *store, kind string, seen func(key string)) ([]T, error) {
 	rows, err := s.db.Query(`SELECT key, value FROM mqtt_state WHERE kind = ? ORDER BY key`, kind)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", kind, err)
@@ -206,6 +233,9 @@ func load[T any](s *store, kind string) ([]T, error) {
 		var b []byte
 		if err := rows.Scan(&key, &b); err != nil {
 			return nil, fmt.Errorf("load %s: %w", kind, err)
+		}
+		if seen != nil {
+			seen(key)
 		}
 		var v T
 		if err := json.Unmarshal(b, &v); err != nil {
