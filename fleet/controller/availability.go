@@ -27,10 +27,20 @@ const (
 	originGateway  = "gateway"
 )
 
-// availabilitySettle is how long after repairing a late Will the repair is
-// published once more: mochi hands a delayed Will to subscribers before it
-// retains it (server.go sendDelayedLWT), so a repair that follows the
-// delivery at once can be retained before the Will and be overwritten.
+// availabilitySettle is how long after every re-publish the controller
+// checks the topic again. All it observes is delivery order, which is not
+// always retain order:
+//
+//   - mochi hands a delayed Will to subscribers before it retains it
+//     (server.go sendDelayedLWT), so a repair that follows the delivery at
+//     once can be retained before the Will and be overwritten;
+//   - any other publish mochi retains, then delivers, and two publishers of
+//     a topic are not serialised, so a device's message can be retained
+//     before a re-publish and delivered after it.
+//
+// By the re-check such a race has played out, and the re-check publishes
+// again unless the delivery order proves the re-publish is what the broker
+// retains (recheck.settled). The broker offers no retained lookup to ask.
 const availabilitySettle = 2 * time.Second
 
 // isRepublish reports whether m is the controller's own re-publish.
@@ -43,17 +53,43 @@ func isRepublish(m broker.Message) bool {
 	return false
 }
 
+// says reports whether m states presence p (payload and session).
+func says(m broker.Message, p fleet.Presence) bool {
+	return string(m.Payload) == presencePayload(p.Online) && sessionOf(m) == p.Session
+}
+
 // availRepair is what the controller remembers to repair availability.
 type availRepair struct {
 	mu       sync.Mutex                // guards the fields below; never held across I/O
+	interval time.Duration             // availabilitySettle (tests shorten it)
 	presence map[string]fleet.Presence // device -> the last presence the inbox applied
-	settle   map[string]*time.Timer    // device -> queues it when its settle re-publish is due
-	due      map[string]bool           // device -> the settle re-publish is due now
+	checks   map[string]recheck        // device -> its last re-publish, until re-checked
+	settle   map[string]*time.Timer    // device -> queues it when its re-check is due
+	due      map[string]bool           // device -> its re-check is due now
 	down     bool
 }
 
+// recheck is a re-publish waiting for its settle re-check.
+type recheck struct {
+	sent  fleet.Presence // what it restated
+	after uint64         // the seq of the note it was decided on (availNote)
+	// unsure: that note was a device's message saying otherwise, which may
+	// be retained after the re-publish (a delayed Will).
+	unsure bool
+}
+
+// settled reports whether last, the topic's last note, proves that the
+// re-publish is what the broker retains: last is the re-publish itself,
+// delivered right after the message it was decided on, and that message
+// could not overwrite it. Nothing delivered later can have been retained
+// earlier, since nothing was delivered later.
+func (r recheck) settled(last availNote) bool {
+	return !r.unsure && last.prev == r.after && isRepublish(last.m) && says(last.m, r.sent)
+}
+
 func newAvailRepair() *availRepair {
-	return &availRepair{presence: map[string]fleet.Presence{}, settle: map[string]*time.Timer{}, due: map[string]bool{}}
+	return &availRepair{interval: availabilitySettle, presence: map[string]fleet.Presence{},
+		checks: map[string]recheck{}, settle: map[string]*time.Timer{}, due: map[string]bool{}}
 }
 
 // applied records a presence the store applied.
@@ -70,20 +106,29 @@ func (r *availRepair) presenceOf(dev string) (fleet.Presence, bool) {
 	return p, ok
 }
 
-// settleAfter makes the device's repair due again after d, and calls
-// queue(dev) then. Its own timer, not the work queue's AddAfter: another
-// AddAfter of the device (a retry, a Home Assistant birth) would replace it.
-func (r *availRepair) settleAfter(dev string, d time.Duration, queue func(string)) {
+func (r *availRepair) setInterval(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.interval = d
+}
+
+// republished records a re-publish and makes its re-check due after the
+// settle interval, calling queue(dev) then. Its own timer, not the work
+// queue's AddAfter: another AddAfter of the device (a retry, a Home
+// Assistant birth) would replace it.
+func (r *availRepair) republished(dev string, rc recheck, queue func(string)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.down {
 		return
 	}
+	r.checks[dev] = rc
+	delete(r.due, dev)
 	if t, ok := r.settle[dev]; ok {
 		t.Stop()
 	}
 	var t *time.Timer
-	t = time.AfterFunc(d, func() {
+	t = time.AfterFunc(r.interval, func() {
 		r.mu.Lock()
 		if r.settle[dev] != t {
 			r.mu.Unlock()
@@ -97,19 +142,26 @@ func (r *availRepair) settleAfter(dev string, d time.Duration, queue func(string
 	r.settle[dev] = t
 }
 
-// takeDue reports whether the device's settle re-publish is due, clearing it.
-func (r *availRepair) takeDue(dev string) bool {
+// takeDue returns the device's re-check if it is due, clearing it.
+func (r *availRepair) takeDue(dev string) (recheck, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	due := r.due[dev]
+	if !r.due[dev] {
+		return recheck{}, false
+	}
+	rc := r.checks[dev]
 	delete(r.due, dev)
-	return due
+	delete(r.checks, dev)
+	return rc, true
 }
 
-// setDue makes it due again (its publish failed; the retry takes it).
-func (r *availRepair) setDue(dev string) {
+// keepDue makes a re-check due again: its publish failed (the retry takes
+// it), or it waits for the inbox to apply a message (the pass that follows
+// takes it).
+func (r *availRepair) keepDue(dev string, rc recheck) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.checks[dev] = rc
 	r.due[dev] = true
 }
 
@@ -117,6 +169,7 @@ func (r *availRepair) forget(dev string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.presence, dev)
+	delete(r.checks, dev)
 	delete(r.due, dev)
 	if t, ok := r.settle[dev]; ok {
 		t.Stop()
@@ -135,55 +188,93 @@ func (r *availRepair) stop() {
 	}
 }
 
-// reconcileAvailability re-publishes, retained, the device's newest
-// presence when the last availability message on its topic is wrong:
+// availAction is what reconcileAvailability does about a device's topic.
+type availAction int
+
+const (
+	availLeave   availAction = iota // the topic holds the wanted presence, as far as can be told
+	availWait                       // a device message the inbox has yet to apply: the pass that follows decides
+	availRestate                    // re-publish the wanted presence
+)
+
+// availabilityAction judges last, the topic's last note, against want, the
+// presence of the newest session applied; rc is the re-check that is due,
+// if any. It restates when last is:
 //
-//   - of an older session than that presence (a late Will): now, and once
-//     more after availabilitySettle;
-//   - the controller's own re-publish of that session saying otherwise (the
-//     device's own Will landed after it).
+//   - of an older session than want (a late Will, or a re-publish of an
+//     older presence);
+//   - the controller's own re-publish of want's session saying otherwise
+//     (the device's own word landed before it);
+//   - at a re-check, anything the delivery order does not prove is retained.
 //
 // A message of a newer session, or the device's own word about the current
-// one, is left alone: the inbox has yet to apply it. Nothing is published
-// for a topic on which no message was seen (a cleared topic stays cleared).
-// The presence is the one the inbox last applied, or the store's after a
-// restart; never the birth's session alone, which precedes its "online".
+// one, is left for the inbox to apply. A re-check restates only when
+// something else was delivered around the re-publish, so it ends once the
+// topic is quiet: its own re-publish, decided on a message agreeing with it
+// or on its own, settles the next one.
+func availabilityAction(last availNote, want fleet.Presence, rc *recheck) availAction {
+	s := sessionOf(last.m)
+	agrees := string(last.m.Payload) == presencePayload(want.Online)
+	switch {
+	case s < want.Session:
+		return availRestate
+	case s > want.Session:
+		return availWait
+	case !agrees && isRepublish(last.m):
+		return availRestate
+	case !agrees:
+		return availWait
+	case rc != nil && !rc.settled(last):
+		return availRestate
+	}
+	return availLeave
+}
+
+// reconcileAvailability re-publishes, retained, the device's newest
+// presence when the last availability message on its topic is wrong
+// (availabilityAction), and checks the topic again availabilitySettle after
+// every re-publish. Nothing is published for a topic on which no message
+// was seen (a cleared topic stays cleared).
+//
+// The presence is the one the inbox last applied in this run, the device's
+// own word. Without one (after a restart, until the device's availability
+// arrives) nothing is restated: the store's online flag may belong to an
+// older session than its birth session (a birth does not change it), and
+// pairing them could claim "online" for a session that never said so.
 func (c *Controller) reconcileAvailability(d *fleet.Device) error {
 	t, err := topic.Availability(d.ID)
 	if err != nil {
 		return nil
 	}
+	rc, due := c.repairs.takeDue(d.ID)
 	want, ok := c.repairs.presenceOf(d.ID)
-	if !ok {
-		want = fleet.Presence{Online: d.Online, Session: d.BirthSession}
-	}
-	settle := c.repairs.takeDue(d.ID)
 	last, seen := c.inbox.lastAvailability(t)
-	if !seen {
+	if !ok || !seen {
 		return nil
 	}
-	s, ours := sessionOf(last), isRepublish(last)
-	late := s < want.Session && !ours
-	switch {
-	case s > want.Session:
+	var check *recheck
+	if due {
+		check = &rc
+	}
+	switch availabilityAction(last, want, check) {
+	case availLeave:
 		return nil
-	case s < want.Session: // a late Will, or a re-publish of an older presence
-	case ours && string(last.Payload) != presencePayload(want.Online):
-	case ours && settle:
-	default:
+	case availWait:
+		if due {
+			c.repairs.keepDue(d.ID, rc)
+		}
 		return nil
 	}
 	if err := c.publishPresence(t, want); err != nil {
-		if settle {
-			c.repairs.setDue(d.ID)
+		if due {
+			c.repairs.keepDue(d.ID, rc)
 		}
 		return err
 	}
-	c.log.Info("device availability re-published", "device", d.ID,
-		"session", want.Session, "online", want.Online, "was_session", s, "was", string(last.Payload))
-	if late {
-		c.repairs.settleAfter(d.ID, availabilitySettle, c.queue.Add)
-	}
+	c.log.Info("device availability re-published", "device", d.ID, "session", want.Session, "online", want.Online,
+		"was_session", sessionOf(last.m), "was", string(last.m.Payload), "recheck", due)
+	unsure := !isRepublish(last.m) && !says(last.m, want)
+	c.repairs.republished(d.ID, recheck{sent: want, after: last.seq, unsure: unsure}, c.queue.Add)
 	return nil
 }
 

@@ -21,6 +21,18 @@ const availTopic = "chorus/v1/pi-1/availability"
 // uses) and a way to connect clients with it.
 func newIntegEnv(t *testing.T) (*env, func(id string) *brokertest.Client) {
 	t.Helper()
+	return newIntegEnvWith(t, integOptions{})
+}
+
+// integOptions change what the controller of newIntegEnvWith is given.
+type integOptions struct {
+	broker func(*broker.Broker) controller.Broker  // wraps the real broker (gatedBroker)
+	store  func(controller.Store) controller.Store // wraps the real store (gatedStore)
+	settle time.Duration                           // the availability re-check interval (2 s)
+}
+
+func newIntegEnvWith(t *testing.T, o integOptions) (*env, func(id string) *brokertest.Client) {
+	t.Helper()
 	e := &env{t: t, dir: t.TempDir()}
 	e.b = brokertest.Start(t, broker.Config{})
 	op, opSecret := brokertest.NewOperator(t, "watcher")
@@ -31,14 +43,25 @@ func newIntegEnv(t *testing.T) (*env, func(id string) *brokertest.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var store controller.Store = db
+	if o.store != nil {
+		store = o.store(db)
+	}
+	var b controller.Broker = e.b
+	if o.broker != nil {
+		b = o.broker(e.b)
+	}
 	ctl, err := controller.New(controller.Config{
-		Store: db, Broker: e.b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
+		Store: store, Broker: b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
 		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
 		HomeAssistant: controller.HomeAssistant{Jitter: func() time.Duration { return 0 }},
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.settle > 0 {
+		controller.SetAvailabilitySettle(ctl, o.settle)
 	}
 	if err := ctl.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -245,4 +268,76 @@ func pubSession(t *testing.T, c *brokertest.Client, topic, payload string, sessi
 		Properties: &paho.PublishProperties{User: paho.UserProperties{{Key: "session", Value: strconv.FormatUint(session, 10)}}}}); err != nil {
 		t.Fatalf("publish %s: %v", topic, err)
 	}
+}
+
+// TestNoRepairAfterRestartWithoutPresence: after a restart the controller
+// knows no presence of this run, and the store's online flag may belong to
+// an older session than its birth session (a birth does not change it).
+// Session 6 said "online", session 7 is born but has said nothing; a late
+// Will of session 6 lands while the controller is down. The controller that
+// starts must not restate "online" for session 7, which never said so: the
+// topic keeps the Will until the device's own word arrives, and from then on
+// late Wills are repaired again.
+func TestNoRepairAfterRestartWithoutPresence(t *testing.T) {
+	e, connect := newIntegEnv(t)
+	ctx := context.Background()
+	creds := e.addDevice("pi-1")
+	old := brokertest.MustConnect(t, e.b.Addr(), creds.Username, creds.Password, brokertest.ConnectOptions{ClientID: "pi-1-old"})
+	pubSession(t, old, availTopic, "online", 6)
+	eventually(t, "session 6 online", func() bool {
+		d, _ := e.ctl.GetDevice(ctx, "pi-1")
+		return d != nil && d.Online && d.BirthSession == 6
+	})
+	cur := brokertest.MustConnect(t, e.b.Addr(), creds.Username, creds.Password, brokertest.ConnectOptions{ClientID: "pi-1"})
+	pubSession(t, cur, "chorus/v1/pi-1/birth", `{"session":7,"agent_version":"test"}`, 7)
+	eventually(t, "session 7 born", func() bool {
+		d, _ := e.ctl.GetDevice(ctx, "pi-1")
+		return d != nil && d.Online && d.BirthSession == 7 // online: session 6's word
+	})
+
+	e.stop()
+	will := broker.Message{Topic: availTopic, Payload: []byte("offline"), QoS: 1, Retain: true,
+		User: []broker.UserProperty{{Key: "session", Value: "6"}}}
+	if err := e.b.Publish(will); err != nil {
+		t.Fatal(err)
+	}
+	// Exact filters: mochi reads a wildcard's retained messages without the
+	// topic index's lock, which the race detector sees racing a retain.
+	w := e.watcher(availTopic)
+	w.Sub(t, "chorus/v1/pi-1/desired")
+	e.start()
+	// The start-up pass repairs availability before it publishes the
+	// desired document again, and the broker hands one subscriber its
+	// messages in order: a repair would be here before the document.
+	deadline := time.Now().Add(waitFor)
+	for {
+		m, ok := w.Next(time.Until(deadline))
+		if !ok {
+			t.Fatal("no desired document published at start")
+		}
+		if a := readAvailability(m); m.Topic == availTopic && a.origin == "gateway" {
+			t.Fatalf("restated %+v without the device's word in this run", a)
+		}
+		if m.Topic == "chorus/v1/pi-1/desired" && !m.Retain {
+			break
+		}
+	}
+	if got, _ := retainedAvailability(t, connect); got != (availability{payload: "offline", session: "6", retained: true}) {
+		t.Fatalf("retained availability = %+v, want session 6's Will", got)
+	}
+
+	// The device's own word, then another late Will: repaired.
+	pubSession(t, cur, availTopic, "online", 7)
+	eventually(t, "session 7 online", func() bool {
+		d, _ := e.ctl.GetDevice(ctx, "pi-1")
+		return d != nil && d.Online && d.BirthSession == 7
+	})
+	waitRetained(t, connect, availability{payload: "online", session: "7"})
+	if err := e.b.Publish(will); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the late Will repaired", func() bool {
+		got, _ := retainedAvailability(t, connect)
+		return got == availability{payload: "online", session: "7", origin: "gateway", retained: true}
+	})
 }

@@ -48,6 +48,12 @@ func (c *Controller) RotateDevice(ctx context.Context, actor, id string) (*fleet
 
 // RemoveDevice deletes a device (its device assignments go, its unfinished
 // executions are canceled), revokes it at once and clears its retained topics.
+//
+// A Reconcile of the device may be running with what it loaded before the
+// delete, and remember or publish after the forget and clearTopics here.
+// The device is queued again: the work queue runs that pass after the
+// running one, finds the device gone and forgets and clears once more
+// (Reconcile, removed).
 func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
 	if err := c.store.DeleteDevice(ctx, id); err != nil {
 		return err
@@ -58,6 +64,7 @@ func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
 	c.routesChanged(ctx) // before clearTopics: the relay still knows its skills
 	c.clearTopics(id)
 	c.removeHA(id)
+	c.queue.Add(id)
 	c.Kick()
 	return err
 }

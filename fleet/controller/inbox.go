@@ -22,21 +22,33 @@ const maxInboxEvents = 4096
 // controller's own re-publish never hides the device's word.
 //
 // Separately, the last availability message delivered on each topic is kept
-// whatever coalescing dropped: it is what the broker retains (as far as
-// delivery order tells), which Reconcile repairs (availability.go).
+// whatever coalescing dropped: it is what the broker retains as far as
+// delivery order tells, which Reconcile repairs (availability.go). Delivery
+// order is not retain order when two publishers race on a topic, so each
+// note also says which one it follows on its topic: a repair can tell
+// whether anything landed between its decision and its own message.
 type inbox struct {
 	mu        sync.Mutex // guards the fields below
 	order     []string
 	latest    map[string]broker.Message
-	lastAvail map[string]broker.Message // availability topic -> last message delivered
+	lastAvail map[string]availNote // availability topic -> last message delivered
+	availSeq  uint64               // numbers the notes, across topics
 	events    []broker.Message
 	dropped   int
 	wake      chan struct{}
 	down      bool
 }
 
+// availNote is one availability message as delivered: seq numbers it
+// (unique, increasing), prev is the seq of the note it replaced on its topic
+// (0: none since the topic was cleared or forgotten).
+type availNote struct {
+	m         broker.Message
+	seq, prev uint64
+}
+
 func newInbox() *inbox {
-	return &inbox{latest: map[string]broker.Message{}, lastAvail: map[string]broker.Message{}, wake: make(chan struct{}, 1)}
+	return &inbox{latest: map[string]broker.Message{}, lastAvail: map[string]availNote{}, wake: make(chan struct{}, 1)}
 }
 
 // putState queues a state message, replacing an older one of the same topic.
@@ -65,16 +77,17 @@ func (b *inbox) noteAvailabilityLocked(m broker.Message) {
 		delete(b.lastAvail, m.Topic)
 		return
 	}
-	b.lastAvail[m.Topic] = m
+	b.availSeq++
+	b.lastAvail[m.Topic] = availNote{m: m, seq: b.availSeq, prev: b.lastAvail[m.Topic].seq}
 }
 
 // lastAvailability returns the last non-empty message delivered on an
 // availability topic.
-func (b *inbox) lastAvailability(topic string) (broker.Message, bool) {
+func (b *inbox) lastAvailability(topic string) (availNote, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m, ok := b.lastAvail[topic]
-	return m, ok
+	n, ok := b.lastAvail[topic]
+	return n, ok
 }
 
 // forgetAvailability drops what was seen on a removed device's topic.

@@ -52,7 +52,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (err error) {
 	defer func(start time.Time) { c.metrics.observeReconcile(start, c.cfg.Now(), err) }(c.cfg.Now())
 	d, err := c.store.GetDevice(ctx, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
-		c.forget(id)
+		c.removed(id)
 		return nil
 	}
 	if err != nil {
@@ -220,6 +220,21 @@ func (c *Controller) startVersion(e *fleet.Execution, doc fleet.Desired) int64 {
 		return v
 	}
 	return doc.Version
+}
+
+// removed is the pass of a device not in the registry: it forgets the
+// device and clears its retained topics again. RemoveDevice queues it after
+// its own forget and clearTopics, so what a pass that loaded the device
+// before the removal published or remembered afterwards (its summary entry,
+// a desired document, a Home Assistant config, an availability re-publish)
+// goes too. Devices of LocalAccounts are not in the registry and are left alone.
+func (c *Controller) removed(id string) {
+	c.forget(id)
+	if c.local[id] {
+		return
+	}
+	c.clearTopics(id)
+	c.removeHA(id)
 }
 
 // forget drops what the controller remembers of a removed device.

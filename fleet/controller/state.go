@@ -88,7 +88,12 @@ func (c *Controller) applyState(ctx context.Context, m broker.Message) {
 
 func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker.Message) error {
 	if isRepublish(m) {
-		return nil // the controller's own repair: Reconcile compares it, it is not the device's word
+		// The controller's own repair: Reconcile compares it, it is not the
+		// device's word. One of a removed device (a pass that loaded the
+		// device before its removal published it after clearTopics) is
+		// cleared like any stale state: ENOTFOUND.
+		_, err := c.store.GetDevice(ctx, dev)
+		return err
 	}
 	online, err := parseAvailability(m.Payload)
 	if err != nil {
