@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -160,6 +161,10 @@ func (a *app) runAgent(ctx context.Context, ac agent.Config) error {
 		return err
 	}
 	a.log.Info("agent running", "device", ac.Device, "websocket", ag.WSAddr())
+	// Start's burst (discovery, loading every skill) is over: give its
+	// garbage back to the OS now rather than at the scavenger's pace, so an
+	// idle satellite's resident size is what it keeps (docs/benchmarks.md).
+	debug.FreeOSMemory()
 	<-ctx.Done()
 	return closeAgent(ag)
 }
