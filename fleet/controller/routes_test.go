@@ -317,6 +317,29 @@ func TestBridgeDeparture(t *testing.T) {
 	}
 }
 
+// The controller may clear a removed device's retained skills before the
+// route's end reaches the relay (an availability for the unknown device is
+// cleared at once). The departure still deregisters the skills the
+// satellite hosted last.
+func TestBridgeDepartureAfterSkillsCleared(t *testing.T) {
+	e := newBridgeEnv(t, controller.Bridge{})
+	hub, sat := e.peer("hub"), e.peer("pi-kitchen")
+	ctx := context.Background()
+	sat.skills("timer.skill")
+	if _, err := e.ctl.PutRoute(ctx, "test", &fleet.Route{Satellite: "pi-kitchen", Hub: "hub"}); err != nil {
+		t.Fatal(err)
+	}
+	syncVia(sat, hub)
+	sat.retained("skills", nil) // cleared, as clearTopics does
+	syncVia(sat, hub)
+	if err := e.ctl.RemoveRoute(ctx, "test", "pi-kitchen"); err != nil {
+		t.Fatal(err)
+	}
+	if m := hub.next("*"); m.Type != bridge.TypeSkillDeregister || m.Data["skill_id"] != "timer.skill" {
+		t.Fatalf("hub got %s %v, want the deregistration of timer.skill", m.Type, m.Data)
+	}
+}
+
 func TestBridgeFloodRateLimited(t *testing.T) {
 	e := newBridgeEnv(t, controller.Bridge{Rate: 0.001, Burst: 3})
 	hub, sat, other := e.peer("hub"), e.peer("pi-kitchen"), e.peer("pi-bedroom")

@@ -63,7 +63,12 @@ func (r *Relay) depart(rt Route, now Route) {
 	if now.Satellite == "" { // gone, not moved to another hub
 		st.pending, st.limit = nil, nil
 	}
-	for _, sk := range st.skills {
+	skills := st.skills
+	if len(skills) == 0 {
+		skills = st.cleared // cleared just before the departure reached us
+	}
+	st.cleared = nil
+	for _, sk := range skills {
 		m := envelope.New(TypeSkillDeregister, map[string]any{KeySkillID: sk})
 		m.Context = map[string]any{
 			envelope.KeySource:  rt.Participant(),
@@ -72,7 +77,7 @@ func (r *Relay) depart(rt Route, now Route) {
 		}
 		r.publishWithTwin(rt.Hub, m, nil)
 	}
-	r.log.Info("bridge: satellite departed", "satellite", rt.Satellite, "hub", rt.Hub, "deregistered", len(st.skills))
+	r.log.Info("bridge: satellite departed", "satellite", rt.Satellite, "hub", rt.Hub, "deregistered", len(skills))
 }
 
 func (r *Relay) state(dev string) *satState {

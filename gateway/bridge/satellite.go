@@ -16,6 +16,10 @@ type satState struct {
 	since   time.Time // when online last changed (the relay's start if never seen)
 	session uint64    // newest availability session seen (Sparkplug bdSeq)
 	skills  []string  // loaded skills from the retained skills topic
+	// cleared is what skills held when the topic was cleared (the device was
+	// removed or revoked): the controller may clear it before the route's
+	// end reaches the relay, and the departure must still deregister them.
+	cleared []string
 	pending []pending // outbound messages held while offline, oldest first
 	limit   *bucket   // inbound rate limit of the route
 }
@@ -58,6 +62,9 @@ type skillsReport struct {
 // payload (a cleared topic) means none, an unreadable one changes nothing.
 func (s *satState) setSkills(payload []byte) {
 	if len(payload) == 0 {
+		if len(s.skills) > 0 {
+			s.cleared = s.skills
+		}
 		s.skills = nil
 		return
 	}
@@ -65,6 +72,7 @@ func (s *satState) setSkills(payload []byte) {
 	if json.Unmarshal(payload, &r) != nil {
 		return
 	}
+	s.cleared = nil
 	s.skills = s.skills[:0]
 	for _, sk := range r.Skills {
 		if sk.State == "loaded" && sk.ID != "" {
