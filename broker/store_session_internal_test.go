@@ -143,19 +143,7 @@ func TestEndedSessionLeavesNoInflightRow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			secret, err := NewSecret()
-			if err != nil {
-				t.Fatal(err)
-			}
-			table, err := NewTable(OperatorAccount("alice", HashSecret(secret)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := Start(Config{DataDir: dir, MQTTListen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)}, table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			b, secret := startStoreBroker(t, dir, slog.New(slog.DiscardHandler))
 			const id, topic = "watcher", "chorus/v1/pi-1/bus/hello"
 			late := &deliverWhileClearing{b: b, client: id, topic: topic}
 			if err := b.srv.AddHook(late, nil); err != nil {
@@ -195,20 +183,8 @@ func TestEndedSessionLeavesNoInflightRow(t *testing.T) {
 // its client record, so pending grew with every distinct client id.
 func TestCleanConnectsQueueNothingWhileStoreFails(t *testing.T) {
 	dir := t.TempDir()
-	secret, err := NewSecret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := NewTable(OperatorAccount("alice", HashSecret(secret)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &storeLog{}
-	b, err := Start(Config{DataDir: dir, MQTTListen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(logs, nil))}, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, secret := startStoreBroker(t, dir, slog.New(slog.NewTextHandler(logs, nil)))
 	if _, err := b.store.db.Exec("PRAGMA max_page_count = 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -261,19 +237,7 @@ func storedKeysIn(t *testing.T, dir string) []string {
 // hook deleting them they were loaded again at every start).
 func TestExpiredSessionLeavesNoRows(t *testing.T) {
 	dir := t.TempDir()
-	secret, err := NewSecret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := NewTable(OperatorAccount("alice", HashSecret(secret)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Start(Config{DataDir: dir, MQTTListen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)}, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, secret := startStoreBroker(t, dir, slog.New(slog.DiscardHandler))
 	const id = "expiring"
 	c := dialRaw(t, b.Addr(), id, "operator:alice", secret, 1) // expires 1 s after it goes
 	c.subscribe(t, "chorus/v1/pi-1/bus/+")
@@ -295,4 +259,25 @@ func TestExpiredSessionLeavesNoRows(t *testing.T) {
 	c.conn.Close()
 	storeEventually(t, "the session expired", func() bool { _, ok := b.srv.Clients.Get(id); return !ok })
 	storeEventually(t, "the session's rows deleted", func() bool { return !hasRows() })
+}
+
+// startStoreBroker starts a broker with its store in dir and one operator
+// account, "operator:alice"; it returns the broker (closed at the test's
+// end; closing twice is harmless) and alice's secret.
+func startStoreBroker(t *testing.T, dir string, log *slog.Logger) (*Broker, string) {
+	t.Helper()
+	secret, err := NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := NewTable(OperatorAccount("alice", HashSecret(secret)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Start(Config{DataDir: dir, MQTTListen: "127.0.0.1:0", Logger: log}, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, secret
 }

@@ -1,10 +1,6 @@
 package hadiscovery_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
@@ -134,22 +130,5 @@ func TestBuildGatewayRefuses(t *testing.T) {
 
 func TestGatewayGolden(t *testing.T) {
 	_, _, payload := buildGateway(t, gatewayInput())
-	var got bytes.Buffer
-	if err := json.Indent(&got, payload, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	got.WriteByte('\n')
-	path := filepath.Join("testdata", "gateway.json")
-	if *update {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Fatalf("payload differs from %s (run with -update if intended):\n%s", path, diffLines(string(want), got.String()))
-	}
+	checkGolden(t, payload, "gateway.json")
 }

@@ -355,12 +355,19 @@ func TestBuildDeterministic(t *testing.T) {
 
 func TestGolden(t *testing.T) {
 	_, _, payload := build(t, kitchen())
+	checkGolden(t, payload, "kitchen.json")
+}
+
+// checkGolden compares payload, indented, with testdata/name; -update
+// rewrites the file.
+func checkGolden(t *testing.T, payload []byte, name string) {
+	t.Helper()
 	var got bytes.Buffer
 	if err := json.Indent(&got, payload, "", "  "); err != nil {
 		t.Fatal(err)
 	}
 	got.WriteByte('\n')
-	path := filepath.Join("testdata", "kitchen.json")
+	path := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
