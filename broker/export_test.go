@@ -1,5 +1,7 @@
 package broker
 
+import "testing"
+
 // HasRetained reports whether a retained message is held for topic (tests only).
 func (b *Broker) HasRetained(topic string) bool {
 	_, ok := b.srv.Topics.Retained.Get(topic)
@@ -17,3 +19,6 @@ func (b *Broker) Inflight(clientID string) int {
 	}
 	return cl.State.Inflight.Len()
 }
+
+// StoredKeys lists the row keys of the broker store in dir (tests only).
+func StoredKeys(t *testing.T, dir string) []string { return storedKeysIn(t, dir) }

@@ -1,8 +1,6 @@
 package broker_test
 
 import (
-	"database/sql"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,30 +8,6 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
 )
-
-// storedKeys lists the broker store's row keys.
-func storedKeys(t *testing.T, dir string) []string {
-	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(dir, "broker.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT key FROM mqtt_state ORDER BY key`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, k)
-	}
-	return keys
-}
 
 func withPrefix(keys []string, prefix string) []string {
 	var out []string
@@ -62,7 +36,7 @@ func TestInflightSurvivesRestart(t *testing.T) {
 	opc.Pub(t, "chorus/v1/pi-1/bus/hello", []byte(`{"type":"hello"}`), false)
 	opc.Close()
 	b.Close()
-	if got := withPrefix(storedKeys(t, dir), "IFM_pi-1-agent:"); len(got) != 1 {
+	if got := withPrefix(broker.StoredKeys(t, dir), "IFM_pi-1-agent:"); len(got) != 1 {
 		t.Fatalf("stored in-flight rows of pi-1-agent = %q, want one", got)
 	}
 
@@ -78,7 +52,7 @@ func TestInflightSurvivesRestart(t *testing.T) {
 	waitFor(t, wait, func() bool { return b2.Inflight("pi-1-agent") == 0 })
 	again.Close()
 	b2.Close()
-	if got := withPrefix(storedKeys(t, dir), "IFM_"); len(got) != 0 {
+	if got := withPrefix(broker.StoredKeys(t, dir), "IFM_"); len(got) != 0 {
 		t.Fatalf("in-flight rows after the ack = %q, want none", got)
 	}
 }
@@ -111,7 +85,7 @@ func TestCleanSessionNotStored(t *testing.T) {
 	}
 	b.Close()
 
-	keys := storedKeys(t, dir)
+	keys := broker.StoredKeys(t, dir)
 	for _, want := range []string{"CL_keep", "SUB_keep:chorus/v1/pi-1/bus/+"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("%s not stored; keys %q", want, keys)

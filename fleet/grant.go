@@ -24,15 +24,22 @@ type SkillGrant struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Validate checks the ids and the syntax of every allowed type.
-func (g *SkillGrant) Validate() error {
+// ValidIDs checks the skill id and, when set, the device id: what names a
+// grant.
+func (g *SkillGrant) ValidIDs() error {
 	if err := ValidSkillID(g.Skill); err != nil {
 		return err
 	}
 	if g.Device != "" {
-		if err := ValidDeviceID(g.Device); err != nil {
-			return err
-		}
+		return ValidDeviceID(g.Device)
+	}
+	return nil
+}
+
+// Validate checks the ids and the syntax of every allowed type.
+func (g *SkillGrant) Validate() error {
+	if err := g.ValidIDs(); err != nil {
+		return err
 	}
 	if len(g.Allow) == 0 {
 		return Errorf(EINVALID, "grant for skill %s: allow at least one type", g.Skill)

@@ -41,11 +41,8 @@ func (c *Controller) RemoveSkillGrant(ctx context.Context, actor, skill, device 
 	if err := c.store.DeleteSkillGrant(ctx, skill, device); err != nil {
 		return err
 	}
-	scope := device
-	if scope == "" {
-		scope = "*"
-	}
-	c.audit(ctx, actor, "skill.revoke", "skill/"+skill, map[string]any{"device": scope})
+	g := fleet.SkillGrant{Skill: skill, Device: device}
+	c.audit(ctx, actor, "skill.revoke", "skill/"+skill, map[string]any{"device": g.Scope()})
 	return c.registryChanged(ctx)
 }
 

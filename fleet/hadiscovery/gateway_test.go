@@ -84,21 +84,7 @@ func TestBuildGatewayComponents(t *testing.T) {
 		"skills-loaded":   sensor("Skills loaded", "chorus_gateway_skills-loaded", "skills_loaded"),
 		"rollouts-active": sensor("Rollouts active", "chorus_gateway_rollouts-active", "rollouts_active"),
 	}
-	for key, fields := range want {
-		c, ok := d.components[key]
-		if !ok {
-			t.Errorf("no component %q (have %v)", key, keys(d.components))
-			continue
-		}
-		for f, v := range fields {
-			if !equalJSON(c[f], v) {
-				t.Errorf("%s.%s = %#v, want %#v", key, f, c[f], v)
-			}
-		}
-	}
-	if len(d.components) != len(want) {
-		t.Errorf("components %v, want exactly %v", keys(d.components), keys(want))
-	}
+	checkComponents(t, d.components, want)
 }
 
 // The gateway's unique ids never meet a satellite's, even for device ids

@@ -235,21 +235,7 @@ func TestBuildComponents(t *testing.T) {
 		"switch_weather__skill": {"platform": "switch", "name": "weather_skill", "unique_id": "chorus_pi_dkitchen__1_switch_weather__skill",
 			"command_topic": "chorus/v1/pi.kitchen_1/skill/weather_skill/set"},
 	}
-	for key, fields := range want {
-		c, ok := d.components[key]
-		if !ok {
-			t.Errorf("no component %q (have %v)", key, keys(d.components))
-			continue
-		}
-		for f, v := range fields {
-			if !equalJSON(c[f], v) {
-				t.Errorf("%s.%s = %#v, want %#v", key, f, c[f], v)
-			}
-		}
-	}
-	if len(d.components) != len(want) {
-		t.Errorf("components %v, want exactly %v", keys(d.components), keys(want))
-	}
+	checkComponents(t, d.components, want)
 	if _, ok := d.components["update_weather__skill"]; ok {
 		t.Error("an unmanaged skill got an update entity")
 	}
@@ -413,4 +399,25 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// checkComponents checks that got holds exactly the components of want,
+// each with at least want's fields and values.
+func checkComponents(t *testing.T, got map[string]map[string]any, want map[string]map[string]any) {
+	t.Helper()
+	for key, fields := range want {
+		c, ok := got[key]
+		if !ok {
+			t.Errorf("no component %q (have %v)", key, keys(got))
+			continue
+		}
+		for f, v := range fields {
+			if !equalJSON(c[f], v) {
+				t.Errorf("%s.%s = %#v, want %#v", key, f, c[f], v)
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("components %v, want exactly %v", keys(got), keys(want))
+	}
 }

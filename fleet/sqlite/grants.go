@@ -57,8 +57,8 @@ func (db *DB) ListSkillGrants(ctx context.Context) ([]*fleet.SkillGrant, error) 
 // DeleteSkillGrant removes the grant of skill on device ("" for the
 // fleet-wide grant).
 func (db *DB) DeleteSkillGrant(ctx context.Context, skill, device string) error {
-	g := fleet.SkillGrant{Skill: skill, Device: device, Allow: []string{"x"}}
-	if err := g.Validate(); err != nil {
+	g := fleet.SkillGrant{Skill: skill, Device: device}
+	if err := g.ValidIDs(); err != nil {
 		return err
 	}
 	return db.write(ctx, func(tx *tx) error {

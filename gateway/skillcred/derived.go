@@ -52,12 +52,6 @@ func MintDerived(key []byte, keyVersion int, device, skill string) string {
 	return DerivedPrefix + strconv.Itoa(keyVersion) + "." + base64.RawURLEncoding.EncodeToString(derivedMAC(key, device, skill, keyVersion))
 }
 
-// IsDerived reports whether password has the derived form's prefix (it
-// says nothing about validity).
-func IsDerived(password string) bool {
-	return strings.HasPrefix(password, DerivedPrefix)
-}
-
 // VerifyDerived checks a derived-form password against the stored device
 // secret hash. A password of another key version, device or skill fails.
 func VerifyDerived(secretHash string, keyVersion int, device, skill, password string) error {
