@@ -92,7 +92,9 @@ func (cl *Clients) Delete(id string) {
 func (cl *Clients) GetByListener(id string) []*Client {
 	cl.RLock()
 	defer cl.RUnlock()
-	clients := make([]*Client, 0, cl.Len())
+	// len, not cl.Len(): taking the read lock a second time deadlocks
+	// against a writer waiting in between (sync.RWMutex).
+	clients := make([]*Client, 0, len(cl.internal))
 	for _, client := range cl.internal {
 		if client.Net.Listener == id && !client.Closed() {
 			clients = append(clients, client)
@@ -108,7 +110,12 @@ type Client struct {
 	Net          ClientConnection // network connection state of the client
 	ID           string           // the client id.
 	ops          *ops             // ops provides a reference to server ops.
-	sync.RWMutex                  // mutex
+	sync.RWMutex                  // guards the packet id counter
+	// writeMu serialises writes to the connection. It is not the RWMutex
+	// above: a write can block for as long as the peer does not read, and
+	// a publisher allocating a packet id for this client must not wait
+	// for that (a stuck subscriber would stall every publisher to it).
+	writeMu sync.Mutex
 }
 
 // ClientConnection contains the connection transport and metadata for the client.
@@ -143,20 +150,20 @@ type Will struct {
 
 // ClientState tracks the state of the client.
 type ClientState struct {
-	TopicAliases    TopicAliases         // a map of topic aliases
-	stopCause       atomic.Value         // reason for stopping
-	Inflight        *Inflight            // a map of in-flight qos messages
-	Subscriptions   *Subscriptions       // a map of the subscription filters a client maintains
-	disconnected    int64                // the time the client disconnected in unix time, for calculating expiry
-	outbound        chan *packets.Packet // queue for pending outbound packets
-	endOnce         sync.Once            // only end once
-	isTakenOver     atomic.Bool          // used to identify orphaned clients
-	packetID        uint32               // the current highest packetID
-	open            context.Context      // indicate that the client is open for packet exchange
-	cancelOpen      context.CancelFunc   // cancel function for open context
-	outboundQty     int32                // number of messages currently in the outbound queue
-	Keepalive       uint16               // the number of seconds the connection can wait
-	ServerKeepalive bool                 // keepalive was set by the server
+	TopicAliases    TopicAliases       // a map of topic aliases
+	stopCause       atomic.Value       // reason for stopping
+	Inflight        *Inflight          // a map of in-flight qos messages
+	Subscriptions   *Subscriptions     // a map of the subscription filters a client maintains
+	disconnected    int64              // the time the client disconnected in unix time, for calculating expiry
+	outbound        outboundQueue      // queue for pending outbound packets
+	endOnce         sync.Once          // only end once
+	isTakenOver     atomic.Bool        // used to identify orphaned clients
+	packetID        uint32             // the current highest packetID
+	open            context.Context    // indicate that the client is open for packet exchange
+	cancelOpen      context.CancelFunc // cancel function for open context
+	outboundQty     int32              // number of messages currently in the outbound queue
+	Keepalive       uint16             // the number of seconds the connection can wait
+	ServerKeepalive bool               // keepalive was set by the server
 }
 
 // newClient returns a new instance of Client. This is almost exclusively used by Server
@@ -171,7 +178,6 @@ func newClient(c net.Conn, o *ops) *Client {
 			open:          ctx,
 			cancelOpen:    cancel,
 			Keepalive:     defaultKeepalive,
-			outbound:      make(chan *packets.Packet, o.options.Capabilities.MaximumClientWritesPending),
 		},
 		Properties: ClientProperties{
 			ProtocolVersion: defaultClientProtocolVersion, // default protocol version
@@ -190,20 +196,13 @@ func newClient(c net.Conn, o *ops) *Client {
 	return cl
 }
 
-// WriteLoop ranges over pending outbound messages and writes them to the client connection.
+// WriteLoop writes the client's pending outbound packets from now on and
+// returns when the client is closed. Writes happen on a goroutine that runs
+// only while something is queued (outbound.go); WriteLoop is kept for
+// callers of v2.7.9's API.
 func (cl *Client) WriteLoop() {
-	for {
-		select {
-		case pk := <-cl.State.outbound:
-			if err := cl.WritePacket(*pk); err != nil {
-				// TODO : Figure out what to do with error
-				cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
-			}
-			atomic.AddInt32(&cl.State.outboundQty, -1)
-		case <-cl.State.open.Done():
-			return
-		}
-	}
+	cl.startWrites()
+	<-cl.State.open.Done()
 }
 
 // ParseConnect parses the connect parameters and properties for a client.
@@ -305,8 +304,12 @@ func (cl *Client) ResendInflightMessages(force bool) error {
 	if cl.State.Inflight.Len() == 0 {
 		return nil
 	}
+	return cl.resendInflight(cl.State.Inflight.GetAll(false))
+}
 
-	for _, tk := range cl.State.Inflight.GetAll(false) {
+// resendInflight writes the given in-flight packets, in order.
+func (cl *Client) resendInflight(pks []packets.Packet) error {
+	for _, tk := range pks {
 		if tk.FixedHeader.Type == packets.Publish {
 			tk.FixedHeader.Dup = true // [MQTT-3.3.1-1] [MQTT-3.3.1-3]
 		}
@@ -600,9 +603,9 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 	}
 
 	n, err := func() (int64, error) {
-		cl.Lock()
-		defer cl.Unlock()
-		if len(cl.State.outbound) == 0 {
+		cl.writeMu.Lock()
+		defer cl.writeMu.Unlock()
+		if cl.State.outbound.len() == 0 {
 			if cl.Net.outbuf == nil {
 				return buf.WriteTo(cl.Net.Conn)
 			}

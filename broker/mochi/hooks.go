@@ -506,9 +506,22 @@ func (h *Hooks) OnPacketIDExhausted(cl *Client, pk packets.Packet) {
 // published. The return values of the hook methods are passed-through in the order
 // the hooks were attached.
 func (h *Hooks) OnWill(cl *Client, will Will) Will {
+	will, _ = h.checkWill(cl, will)
+	return will
+}
+
+// checkWill runs the OnWill hooks and reports whether the Will may be
+// published: a hook that returns packets.ErrRejectPacket drops it (a Will is
+// a publish the client makes by leaving, so a hook that refuses publishes
+// must be able to refuse it too). Other errors are logged and ignored.
+func (h *Hooks) checkWill(cl *Client, will Will) (Will, bool) {
 	for _, hook := range h.GetAll() {
 		if hook.Provides(OnWill) {
 			mlwt, err := hook.OnWill(cl, will)
+			if errors.Is(err, packets.ErrRejectPacket) {
+				h.Log.Debug("will rejected", "hook", hook.ID(), "client", cl.ID, "topic", will.TopicName)
+				return will, false
+			}
 			if err != nil {
 				h.Log.Error("parse will error",
 					"error", err,
@@ -520,7 +533,7 @@ func (h *Hooks) OnWill(cl *Client, will Will) Will {
 		}
 	}
 
-	return will
+	return will, true
 }
 
 // OnWillSent is called when an LWT message has been issued from a disconnecting client.

@@ -16,6 +16,8 @@ import (
 type Inflight struct {
 	sync.RWMutex
 	internal            map[uint16]packets.Packet // internal contains the inflight packets
+	order               map[uint16]uint64         // when each packet id entered the map (its place in the session's order)
+	seq                 uint64                    // the next order number
 	receiveQuota        int32                     // remaining inbound qos quota for flow control
 	sendQuota           int32                     // remaining outbound qos quota for flow control
 	maximumReceiveQuota int32                     // maximum allowed receive quota
@@ -26,6 +28,7 @@ type Inflight struct {
 func NewInflights() *Inflight {
 	return &Inflight{
 		internal: map[uint16]packets.Packet{},
+		order:    map[uint16]uint64{},
 	}
 }
 
@@ -36,6 +39,12 @@ func (i *Inflight) Set(m packets.Packet) bool {
 
 	_, ok := i.internal[m.PacketID]
 	i.internal[m.PacketID] = m
+	if !ok {
+		// A packet keeps its place when it is replaced (PUBREC by PUBREL),
+		// so a resumed session is resent in the order it was published.
+		i.order[m.PacketID] = i.seq
+		i.seq++
+	}
 	return !ok
 }
 
@@ -66,7 +75,9 @@ func (i *Inflight) Clone() *Inflight {
 	defer i.RUnlock()
 	for k, v := range i.internal {
 		c.internal[k] = v
+		c.order[k] = i.order[k]
 	}
+	c.seq = i.seq
 	return c
 }
 
@@ -82,8 +93,11 @@ func (i *Inflight) GetAll(immediate bool) []packets.Packet {
 		}
 	}
 
-	sort.Slice(m, func(i, j int) bool {
-		return uint16(m[i].Created) < uint16(m[j].Created)
+	// In the order the packets entered the map. Sorting by Created, as
+	// v2.7.9 did, left packets of the same second in map order, so a
+	// resumed session could receive them out of order.
+	sort.Slice(m, func(a, b int) bool {
+		return i.order[m[a].PacketID] < i.order[m[b].PacketID]
 	})
 
 	return m
@@ -111,6 +125,7 @@ func (i *Inflight) Delete(id uint16) bool {
 
 	_, ok := i.internal[id]
 	delete(i.internal, id)
+	delete(i.order, id)
 
 	return ok
 }

@@ -197,3 +197,28 @@ func TestNextImmediate(t *testing.T) {
 	_, ok = cl.State.Inflight.NextImmediate()
 	require.False(t, ok)
 }
+
+func TestInflightGetAllKeepsInsertionOrderWithinOneSecond(t *testing.T) {
+	cl, _, _ := newTestClient()
+	ids := []uint16{40, 7, 65535, 1, 300, 2}
+	for _, id := range ids {
+		// The same Created second for all: only the insertion order tells them apart.
+		cl.State.Inflight.Set(packets.Packet{PacketID: id, Created: 1700000000})
+	}
+	// Replacing a packet (PUBREC by PUBREL) keeps its place.
+	cl.State.Inflight.Set(packets.Packet{PacketID: 65535, Created: 1700000001})
+
+	got := []uint16{}
+	for _, pk := range cl.State.Inflight.GetAll(false) {
+		got = append(got, pk.PacketID)
+	}
+	require.Equal(t, ids, got)
+
+	clone := cl.State.Inflight.Clone()
+	clone.Set(packets.Packet{PacketID: 9})
+	got = got[:0]
+	for _, pk := range clone.GetAll(false) {
+		got = append(got, pk.PacketID)
+	}
+	require.Equal(t, append(append([]uint16{}, ids...), 9), got)
+}

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,9 +46,21 @@ var (
 
 // Capabilities indicates the capabilities and features provided by the server.
 type Capabilities struct {
-	MaximumClients               int64           `yaml:"maximum_clients" json:"maximum_clients"`                                 // maximum number of connected clients
-	MaximumMessageExpiryInterval int64           `yaml:"maximum_message_expiry_interval" json:"maximum_message_expiry_interval"` // maximum message expiry if message expiry is 0 or over
-	MaximumClientWritesPending   int32           `yaml:"maximum_client_writes_pending" json:"maximum_client_writes_pending"`     // maximum number of pending message writes for a client
+	MaximumClients               int64 `yaml:"maximum_clients" json:"maximum_clients"`                                 // maximum number of connected clients
+	MaximumMessageExpiryInterval int64 `yaml:"maximum_message_expiry_interval" json:"maximum_message_expiry_interval"` // maximum message expiry if message expiry is 0 or over
+	MaximumClientWritesPending   int32 `yaml:"maximum_client_writes_pending" json:"maximum_client_writes_pending"`     // maximum number of pending message writes for a client
+	// MaximumClientWritesPendingBytes caps the payload bytes pending for a
+	// client as well (0 = only the count). One packet is always accepted
+	// into an empty queue, whatever its size.
+	MaximumClientWritesPendingBytes int64 `yaml:"maximum_client_writes_pending_bytes" json:"maximum_client_writes_pending_bytes"`
+	// DisconnectSlowClients changes what happens when a QoS 1 or 2 message
+	// meets a full queue: v2.7.9 rolled the message back out of the
+	// client's session, so the client never got it. With this set the
+	// message stays in the session (a resumed session receives it, in
+	// order) and the client is disconnected, since a client that cannot
+	// take its messages must not go on receiving later ones first. QoS 0
+	// messages are dropped either way.
+	DisconnectSlowClients        bool            `yaml:"disconnect_slow_clients" json:"disconnect_slow_clients"`
 	MaximumSessionExpiryInterval uint32          `yaml:"maximum_session_expiry_interval" json:"maximum_session_expiry_interval"` // maximum number of seconds to keep disconnected sessions
 	MaximumPacketSize            uint32          `yaml:"maximum_packet_size" json:"maximum_packet_size"`                         // maximum packet size, no limit if 0
 	maximumPacketID              uint32          // unexported, used for testing only
@@ -154,6 +167,7 @@ type loop struct {
 	retainedExpiry *time.Ticker     // interval ticker for cleaning retained messages
 	willDelaySend  *time.Ticker     // interval ticker for sending Will Messages with a delay
 	willDelayed    *packets.Packets // activate LWT packets which will be sent after a delay
+	willClients    sync.Map         // client id -> *Client whose Will is in willDelayed
 }
 
 // ops contains server values which can be propagated to other structs.
@@ -407,7 +421,10 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	defer s.Listeners.ClientsWg.Done()
 	s.Listeners.ClientsWg.Add(1)
 
-	go cl.WriteLoop()
+	// The write loop starts once the CONNACK and the resumed session's
+	// in-flight messages are written (below): nothing queued for the client
+	// may reach it before them [MQTT-3.2.0-1], and a resumed session is
+	// delivered in the order it was published.
 	defer cl.Stop(nil)
 
 	pk, err := s.readConnectionPacket(cl)
@@ -455,6 +472,12 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	s.hooks.OnSessionEstablish(cl, pk)
 
 	sessionPresent := s.inheritClientSession(pk, cl)
+	var resend []packets.Packet
+	if sessionPresent {
+		// What the session held before the client becomes visible to
+		// publishers; what they deliver from now on is queued behind it.
+		resend = cl.State.Inflight.GetAll(false)
+	}
 	s.Clients.Add(cl) // [MQTT-4.1.0-1]
 
 	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
@@ -462,14 +485,15 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		return fmt.Errorf("ack connection packet: %w", err)
 	}
 
-	s.loop.willDelayed.Delete(cl.ID) // [MQTT-3.1.3-9]
+	s.cancelDelayedWill(cl.ID) // [MQTT-3.1.3-9]
 
 	if sessionPresent {
-		err = cl.ResendInflightMessages(true)
+		err = cl.resendInflight(resend)
 		if err != nil {
 			return fmt.Errorf("resend inflight: %w", err)
 		}
 	}
+	cl.startWrites()
 
 	s.hooks.OnSessionEstablished(cl, pk)
 
@@ -939,7 +963,7 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	}
 
 	cl.State.Inflight.DecreaseReceiveQuota()
-	ack := s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, packets.QosCodes[pk.FixedHeader.Qos]) // [MQTT-4.3.2-4]
+	ack := s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.2-4] [MQTT-3.4.2.1]: 0x00, not a granted-QoS code
 	if pk.FixedHeader.Qos == 2 {
 		ack = s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.CodeSuccess) // [MQTT-3.3.4-1] [MQTT-4.3.3-8]
 	}
@@ -1097,20 +1121,23 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 		return out, packets.CodeDisconnect
 	}
 
-	select {
-	case cl.State.outbound <- &out:
-		atomic.AddInt32(&cl.State.outboundQty, 1)
-	default:
-		atomic.AddInt64(&s.Info.MessagesDropped, 1)
-		cl.ops.hooks.OnPublishDropped(cl, pk)
-		if out.FixedHeader.Qos > 0 {
-			cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.
-			cl.State.Inflight.IncreaseSendQuota()
-		}
-		return out, packets.ErrPendingClientWritesExceeded
+	if cl.enqueue(&out) {
+		return out, nil
 	}
-
-	return out, nil
+	atomic.AddInt64(&s.Info.MessagesDropped, 1)
+	cl.ops.hooks.OnPublishDropped(cl, pk)
+	if out.FixedHeader.Qos > 0 {
+		if s.Options.Capabilities.DisconnectSlowClients {
+			// Kept in the session; Stop closes the connection, which
+			// also frees a write blocked on this client. No DISCONNECT
+			// packet: the client is not reading what is already queued.
+			cl.Stop(packets.ErrPendingClientWritesExceeded)
+			return out, packets.ErrPendingClientWritesExceeded
+		}
+		cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.
+		cl.State.Inflight.IncreaseSendQuota()
+	}
+	return out, packets.ErrPendingClientWritesExceeded
 }
 
 func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool) {
@@ -1251,6 +1278,8 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 		if code != packets.CodeSuccess {
 			reasonCodes[i] = code.Code // NB 3.9.3 Non-normative 0x91
 			continue
+		} else if sub.RefusalCode >= packets.ErrUnspecifiedError.Code {
+			reasonCodes[i] = sub.RefusalCode // refused by an OnSubscribe hook
 		} else if !IsValidFilter(sub.Filter, false) {
 			reasonCodes[i] = packets.ErrTopicFilterInvalid.Code
 		} else if sub.NoLocal && IsSharedFilter(sub.Filter) {
@@ -1404,8 +1433,8 @@ func (s *Server) processDisconnect(cl *Client, pk packets.Packet) error {
 		return packets.CodeDisconnectWillMessage
 	}
 
-	s.loop.willDelayed.Delete(cl.ID) // [MQTT-3.1.3-9] [MQTT-3.1.2-8]
-	cl.Stop(packets.CodeDisconnect)  // [MQTT-3.14.4-2]
+	s.cancelDelayedWill(cl.ID)      // [MQTT-3.1.3-9] [MQTT-3.1.2-8]
+	cl.Stop(packets.CodeDisconnect) // [MQTT-3.14.4-2]
 
 	return nil
 }
@@ -1512,43 +1541,67 @@ func (s *Server) closeListenerClients(listener string) {
 	}
 }
 
-// sendLWT issues an LWT message to a topic when a client disconnects.
+// sendLWT issues an LWT message to a topic when a client disconnects. A Will
+// with a delay is held until it is due and passed through the OnWill hooks
+// then, not now: what the hooks decide (e.g. that the client's account was
+// revoked meanwhile) applies when the Will is published.
 func (s *Server) sendLWT(cl *Client) {
 	if atomic.LoadUint32(&cl.Properties.Will.Flag) == 0 {
 		return
 	}
 
-	modifiedLWT := s.hooks.OnWill(cl, cl.Properties.Will)
-
-	pk := packets.Packet{
-		FixedHeader: packets.FixedHeader{
-			Type:   packets.Publish,
-			Retain: modifiedLWT.Retain, // [MQTT-3.1.2-14] [MQTT-3.1.2-15]
-			Qos:    modifiedLWT.Qos,
-		},
-		TopicName: modifiedLWT.TopicName,
-		Payload:   modifiedLWT.Payload,
-		Properties: packets.Properties{
-			User: modifiedLWT.User,
-		},
-		Origin:  cl.ID,
-		Created: time.Now().Unix(),
-	}
-
 	if cl.Properties.Will.WillDelayInterval > 0 {
+		pk := willPacket(cl, cl.Properties.Will)
 		pk.Connect.WillProperties.WillDelayInterval = cl.Properties.Will.WillDelayInterval
 		pk.Expiry = time.Now().Unix() + int64(pk.Connect.WillProperties.WillDelayInterval)
+		s.loop.willClients.Store(cl.ID, cl)
 		s.loop.willDelayed.Add(cl.ID, pk)
 		return
 	}
 
+	s.publishWill(cl, cl.Properties.Will)
+}
+
+// publishWill passes a client's Will through the OnWill hooks and publishes
+// it unless a hook rejected it. Either way the client has no Will afterwards.
+func (s *Server) publishWill(cl *Client, will Will) {
+	modifiedLWT, ok := s.hooks.checkWill(cl, will)
+	atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.1.2-10]
+	if !ok {
+		return
+	}
+
+	pk := willPacket(cl, modifiedLWT)
 	if pk.FixedHeader.Retain {
 		s.retainMessage(cl, pk)
 	}
 
-	s.publishToSubscribers(pk)                      // [MQTT-3.1.2-8]
-	atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.1.2-10]
+	s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
 	s.hooks.OnWillSent(cl, pk)
+}
+
+// willPacket is the PUBLISH that carries a Will.
+func willPacket(cl *Client, will Will) packets.Packet {
+	return packets.Packet{
+		FixedHeader: packets.FixedHeader{
+			Type:   packets.Publish,
+			Retain: will.Retain, // [MQTT-3.1.2-14] [MQTT-3.1.2-15]
+			Qos:    will.Qos,
+		},
+		TopicName: will.TopicName,
+		Payload:   will.Payload,
+		Properties: packets.Properties{
+			User: will.User,
+		},
+		Origin:  cl.ID,
+		Created: time.Now().Unix(),
+	}
+}
+
+// cancelDelayedWill forgets a pending delayed Will of the client id.
+func (s *Server) cancelDelayedWill(id string) {
+	s.loop.willDelayed.Delete(id)
+	s.loop.willClients.Delete(id)
 }
 
 // readStore reads in any data from the persistent datastore (if applicable).
@@ -1744,17 +1797,20 @@ func (s *Server) clearExpiredInflights(now int64) {
 // sendDelayedLWT sends any LWT messages which have reached their issue time.
 func (s *Server) sendDelayedLWT(dt int64) {
 	for id, pk := range s.loop.willDelayed.GetAll() {
-		if dt > pk.Expiry {
-			s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
-			if cl, ok := s.Clients.Get(id); ok {
-				if pk.FixedHeader.Retain {
-					s.retainMessage(cl, pk)
-				}
-				cl.Properties.Will = Will{} // [MQTT-3.1.2-10]
-				s.hooks.OnWillSent(cl, pk)
-			}
-			s.loop.willDelayed.Delete(id)
+		if dt <= pk.Expiry {
+			continue
 		}
+		v, ok := s.loop.willClients.LoadAndDelete(id)
+		s.loop.willDelayed.Delete(id)
+		if !ok {
+			continue // cancelled meanwhile
+		}
+		cl := v.(*Client)
+		s.publishWill(cl, Will{
+			Flag: 1, TopicName: pk.TopicName, Payload: pk.Payload, User: pk.Properties.User,
+			Qos: pk.FixedHeader.Qos, Retain: pk.FixedHeader.Retain,
+			WillDelayInterval: pk.Connect.WillProperties.WillDelayInterval,
+		})
 	}
 }
 

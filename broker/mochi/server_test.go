@@ -722,6 +722,12 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 	cl1.State.Subscriptions.Add("d/e/f", packets.Subscription{Filter: "d/e/f", Qos: 0})
 	time.Sleep(time.Millisecond * 50)
 
+	// Capture first Client pointer
+	clp1, ok := s.Clients.Get("zen")
+	require.True(t, ok)
+	require.Empty(t, clp1.Properties.Username)
+	require.NotEmpty(t, clp1.State.Subscriptions.GetAll())
+
 	// Make the second connection
 	r2, w2 := net.Pipe()
 	o2 := make(chan error)
@@ -743,11 +749,6 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 		recv2 <- buf
 	}()
 
-	// Capture first Client pointer
-	clp1, ok := s.Clients.Get("zen")
-	require.True(t, ok)
-	require.Empty(t, clp1.Properties.Username)
-	require.NotEmpty(t, clp1.State.Subscriptions.GetAll())
 
 	err1 := <-o1
 	require.Error(t, err1)
@@ -1865,7 +1866,7 @@ func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pkx.Origin = cl.ID
 		s.publishToSubscribers(pkx)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -1917,7 +1918,7 @@ func TestPublishToSubscribers(t *testing.T) {
 
 	go func() {
 		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w1.Close()
 		_ = w2.Close()
 		_ = w3.Close()
@@ -1960,7 +1961,7 @@ func TestPublishToSubscribersMessageExpiryDelta(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pkx.Created = time.Now().Unix() - 30
 		s.publishToSubscribers(pkx)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w1.Close()
 	}()
 
@@ -1984,7 +1985,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 
 	go func() {
 		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -2009,7 +2010,7 @@ func TestPublishToSubscribersPkIgnore(t *testing.T) {
 		pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pk.Ignore = true
 		s.publishToSubscribers(pk)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -2038,7 +2039,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkx)
-		time.Sleep(time.Microsecond * 100)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -2067,7 +2068,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkx)
-		time.Sleep(time.Microsecond * 100)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -2103,7 +2104,7 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 	s.Clients.Add(cl)
 
 	for i := int32(0); i < cl.ops.options.Capabilities.MaximumClientWritesPending; i++ {
-		cl.State.outbound <- new(packets.Packet)
+		cl.State.outbound.push(new(packets.Packet), int(cl.ops.options.Capabilities.MaximumClientWritesPending), 0)
 		atomic.AddInt32(&cl.State.outboundQty, 1)
 	}
 
@@ -2134,7 +2135,7 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).Packet
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
 		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -2245,7 +2246,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 		pkx.TopicName = ""
 		pkx.Properties.TopicAlias = 1
 		_ = s.processPacket(cl2, pkx)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w2.Close()
 		_ = w.Close()
 	}()
@@ -2270,7 +2271,7 @@ func TestPublishToSubscribersExhaustedSendQuota(t *testing.T) {
 	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 	pkx.PacketID = 0
 	s.publishToSubscribers(pkx)
-	time.Sleep(time.Millisecond)
+	waitWrites(s)
 	_ = w.Close()
 }
 
@@ -2291,7 +2292,7 @@ func TestPublishToSubscribersExhaustedPacketIDs(t *testing.T) {
 	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 	pkx.PacketID = 0
 	s.publishToSubscribers(pkx)
-	time.Sleep(time.Millisecond)
+	waitWrites(s)
 	_ = w.Close()
 }
 
@@ -2306,7 +2307,7 @@ func TestPublishToSubscribersNoConnection(t *testing.T) {
 	// can we hook into log/slog ?
 	_ = r.Close()
 	s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
-	time.Sleep(time.Millisecond)
+	waitWrites(s)
 	_ = w.Close()
 }
 
@@ -2323,7 +2324,7 @@ func TestPublishRetainedToClient(t *testing.T) {
 
 	go func() {
 		s.publishRetainedToClient(cl, packets.Subscription{Filter: "a/b/c"}, false)
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -3306,7 +3307,7 @@ func TestServerSendLWTDelayed(t *testing.T) {
 		require.Equal(t, 1, s.loop.willDelayed.Len())
 		s.sendDelayedLWT(time.Now().Unix())
 		require.Equal(t, 0, s.loop.willDelayed.Len())
-		time.Sleep(time.Millisecond)
+		waitWrites(s)
 		_ = w.Close()
 	}()
 
@@ -3930,4 +3931,122 @@ func TestMinimum(t *testing.T) {
 	require.EqualValues(t, -1, minimum(-1, 0)) // negative values are not used, but included here for completeness
 	require.EqualValues(t, -1, minimum(-1, 20))
 	require.EqualValues(t, -2, minimum(-1, -2))
+}
+
+type rejectWillHook struct {
+	HookBase
+	reject atomic.Bool
+}
+
+func (h *rejectWillHook) ID() string { return "reject-will" }
+func (h *rejectWillHook) Provides(b byte) bool {
+	return b == OnWill
+}
+func (h *rejectWillHook) OnWill(cl *Client, will Will) (Will, error) {
+	if h.reject.Load() {
+		return will, packets.ErrRejectPacket
+	}
+	return will, nil
+}
+
+func TestServerSendLWTRejectedByHook(t *testing.T) {
+	s := newServer()
+	hook := new(rejectWillHook)
+	require.NoError(t, s.AddHook(hook, nil))
+	hook.reject.Store(true)
+
+	cl, _, _ := newTestClient()
+	cl.ID = "cl1"
+	cl.Properties.Will = Will{Flag: 1, TopicName: "a/b/c", Payload: []byte("gone"), Retain: true}
+	s.Clients.Add(cl)
+
+	s.sendLWT(cl)
+	require.Equal(t, uint32(0), atomic.LoadUint32(&cl.Properties.Will.Flag))
+	_, retained := s.Topics.Retained.Get("a/b/c")
+	require.False(t, retained, "a rejected Will must not be retained")
+}
+
+func TestServerDelayedLWTCheckedWhenDue(t *testing.T) {
+	s := newServer()
+	hook := new(rejectWillHook)
+	require.NoError(t, s.AddHook(hook, nil))
+
+	cl, _, _ := newTestClient()
+	cl.ID = "cl1"
+	cl.Properties.Will = Will{Flag: 1, TopicName: "a/b/c", Payload: []byte("gone"), Retain: true, WillDelayInterval: 5}
+	s.Clients.Add(cl)
+
+	s.sendLWT(cl) // the hook allows Wills now...
+	require.Equal(t, 1, s.loop.willDelayed.Len())
+	hook.reject.Store(true) // ...and refuses them by the time this one is due
+	s.sendDelayedLWT(time.Now().Unix() + 10)
+	require.Equal(t, 0, s.loop.willDelayed.Len())
+	_, retained := s.Topics.Retained.Get("a/b/c")
+	require.False(t, retained, "a delayed Will rejected when due must not be retained")
+
+	// A delayed Will that is allowed when due is retained even though its
+	// clean session has left the client list.
+	hook.reject.Store(false)
+	cl2, _, _ := newTestClient()
+	cl2.ID = "cl2"
+	cl2.Properties.Will = Will{Flag: 1, TopicName: "d/e/f", Payload: []byte("gone"), Retain: true, WillDelayInterval: 5}
+	s.sendLWT(cl2)
+	s.sendDelayedLWT(time.Now().Unix() + 10)
+	_, retained = s.Topics.Retained.Get("d/e/f")
+	require.True(t, retained)
+}
+
+type refuseSubHook struct{ HookBase }
+
+func (h *refuseSubHook) ID() string           { return "refuse-sub" }
+func (h *refuseSubHook) Provides(b byte) bool { return b == OnSubscribe || b == OnACLCheck }
+func (h *refuseSubHook) OnACLCheck(cl *Client, topic string, write bool) bool {
+	return true
+}
+func (h *refuseSubHook) OnSubscribe(cl *Client, pk packets.Packet) packets.Packet {
+	for i := range pk.Filters {
+		if pk.Filters[i].Filter == "b/#" {
+			pk.Filters[i].RefusalCode = packets.ErrQuotaExceeded.Code
+		}
+	}
+	return pk
+}
+
+func TestServerProcessSubscribeRefusedByHook(t *testing.T) {
+	s := newServer()
+	require.NoError(t, s.AddHook(new(refuseSubHook), nil))
+	cl, r, w := newTestClient()
+	cl.Properties.ProtocolVersion = 5
+	s.Clients.Add(cl)
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	defer w.Close()
+
+	err := s.processSubscribe(cl, packets.Packet{
+		FixedHeader: packets.FixedHeader{Type: packets.Subscribe},
+		PacketID:    1,
+		Filters:     packets.Subscriptions{{Filter: "a/#"}, {Filter: "b/#"}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, cl.State.Subscriptions.Len())
+	_, ok := cl.State.Subscriptions.Get("b/#")
+	require.False(t, ok, "a refused filter is not subscribed")
+}
+
+// waitWrites waits (at most 5 s) until every client's outbound queue has been
+// written: writes run on a goroutine started on demand (outbound.go), so a
+// fixed sleep before closing the pipe is not enough on a loaded machine.
+func waitWrites(s *Server) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		pending := false
+		for _, cl := range s.Clients.GetAll() {
+			if atomic.LoadInt32(&cl.State.outboundQty) > 0 {
+				pending = true
+			}
+		}
+		if !pending {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

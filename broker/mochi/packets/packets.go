@@ -179,6 +179,10 @@ type Subscription struct {
 	RetainAsPublished bool
 	NoLocal           bool
 	FwdRetainedFlag   bool // true if the subscription forms part of a publish response to a client subscription and packet is retained.
+	// RefusalCode, when an OnSubscribe hook sets it to a failure code
+	// (0x80 or above), refuses this filter with that reason code in the
+	// SUBACK (e.g. 0x97 quota exceeded) instead of subscribing it.
+	RefusalCode byte
 }
 
 // Copy creates a new instance of a packet, but with an empty header for inheriting new QoS flags, etc.
