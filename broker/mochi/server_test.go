@@ -749,7 +749,6 @@ func TestEstablishConnectionInheritExistingTrueTakeover(t *testing.T) {
 		recv2 <- buf
 	}()
 
-
 	err1 := <-o1
 	require.Error(t, err1)
 	require.ErrorIs(t, err1, io.ErrClosedPipe)
