@@ -551,8 +551,8 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 			}
 
 			if !hasNext {
-				if adjacent.retainPath != "" {
-					if pk, ok := x.Retained.Get(adjacent.retainPath); ok {
+				if path := adjacent.retained(); path != "" {
+					if pk, ok := x.Retained.Get(path); ok {
 						pks = append(pks, pk)
 					}
 				}
@@ -570,12 +570,21 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 			return x.scanMessages(filter, d+1, particle, pks)
 		}
 
-		if pk, ok := x.Retained.Get(particle.retainPath); ok {
+		if pk, ok := x.Retained.Get(particle.retained()); ok {
 			pks = append(pks, pk)
 		}
 	}
 
 	return pks
+}
+
+// retained returns the path of the particle's retained message, read under
+// the particle's lock: RetainMessage writes it under that lock while a
+// wildcard subscription may be scanning the same particle (mochi-mqtt#200).
+func (n *particle) retained() string {
+	n.Lock()
+	defer n.Unlock()
+	return n.retainPath
 }
 
 // Subscribers returns a map of clients who are subscribed to matching filters,

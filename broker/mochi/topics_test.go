@@ -1066,3 +1066,26 @@ func TestInlineUnsubscribe(t *testing.T) {
 	ok = index.InlineUnsubscribe(1, "not/exist")
 	require.False(t, ok)
 }
+
+// A wildcard scan reads each particle's retained path while retained
+// messages on those particles change (mochi-mqtt#200; run with -race).
+func TestScanMessagesConcurrentWithRetain(t *testing.T) {
+	index := NewTopicsIndex()
+	pk := packets.Packet{TopicName: "a/b/c", Payload: []byte("x"), FixedHeader: packets.FixedHeader{Retain: true}}
+	index.RetainMessage(pk)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			p := pk
+			if i%2 == 1 {
+				p.Payload = nil
+			}
+			index.RetainMessage(p)
+		}
+	}()
+	for i := 0; i < 2000; i++ {
+		_ = index.Messages("a/b/+")
+	}
+	<-done
+}
