@@ -1076,7 +1076,7 @@ func TestScanMessagesConcurrentWithRetain(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := 0; i < 2000; i++ {
+		for i := 0; i < 20000; i++ {
 			p := pk
 			if i%2 == 1 {
 				p.Payload = nil
@@ -1084,7 +1084,7 @@ func TestScanMessagesConcurrentWithRetain(t *testing.T) {
 			index.RetainMessage(p)
 		}
 	}()
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < 20000; i++ {
 		_ = index.Messages("a/b/+")
 	}
 	<-done
