@@ -45,6 +45,7 @@ fuzz() {
   echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; exit 1
 }
 fuzz ./gateway/envelope FuzzDecode
+fuzz ./gateway/envelope FuzzReadHeader
 fuzz ./gateway/topic FuzzParse
 fuzz ./gateway/desired FuzzParse
 fuzz ./gateway/artifact FuzzUnpack

@@ -22,13 +22,18 @@ const MaxDepth = 64
 //   - unknown top-level keys are ignored (MSG-1 §2);
 //   - every number is finite as a float64 (MSG-1 §6); numbers are kept as
 //     json.Number so big integers and their spelling survive a round trip;
-//   - nesting is at most MaxDepth.
+//   - nesting is at most MaxDepth;
+//   - "type", "data", "context" and context's "skill_id" appear at most once
+//     and in exactly that case (ErrAmbiguous; header.go says why).
 //
 // Any other input yields a *DecodeError whose Kind is one of the Err* kinds.
 // The returned Message never has nil Data or Context.
 func Decode(b []byte) (Message, error) {
 	obj, err := parseObject(b)
 	if err != nil {
+		return Message{}, err
+	}
+	if err := checkKeys(b); err != nil {
 		return Message{}, err
 	}
 	t, err := typeField(obj)
@@ -190,4 +195,11 @@ func jsonKind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// checkKeys refuses ambiguous spellings of the known keys in b, which
+// parseObject has found to be one valid JSON object.
+func checkKeys(b []byte) error {
+	sc := keyScanner{b: b}
+	return sc.run(func(field) error { return nil })
 }

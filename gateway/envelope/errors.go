@@ -18,6 +18,7 @@ var (
 	ErrBadType     = errors.New("bad type")
 	ErrBadData     = errors.New("data not an object")
 	ErrBadContext  = errors.New("context not an object")
+	ErrAmbiguous   = errors.New("ambiguous key") // a known key twice or in another case (header.go)
 )
 
 // ErrNoResponse is returned by Message.Response when MSG-1 §5.3 leaves the

@@ -41,6 +41,7 @@ var Kinds = map[string]error{
 	"bad_type":     envelope.ErrBadType,
 	"bad_data":     envelope.ErrBadData,
 	"bad_context":  envelope.ErrBadContext,
+	"ambiguous":    envelope.ErrAmbiguous,
 }
 
 type fileCase struct {
