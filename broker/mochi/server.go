@@ -881,7 +881,7 @@ func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 // processPublish processes a Publish packet.
 func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
-		return nil
+		return s.ackRefusedTopic(cl, pk)
 	}
 
 	if atomic.LoadInt32(&cl.State.Inflight.receiveQuota) == 0 {
@@ -990,6 +990,26 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	s.hooks.OnPublished(cl, pk)
 
 	return nil
+}
+
+// ackRefusedTopic answers a publish to a topic clients may not publish to
+// ($SYS, or a topic name holding a wildcard) and drops it. v2.7.9 dropped it
+// without an acknowledgement, so a QoS 1 or 2 publisher waited for one
+// forever [MQTT-4.3.2-2]. The reason code is 0x87 for $SYS and 0x90 (topic
+// name invalid) otherwise; MQTT 3.1.1 acks carry no code.
+func (s *Server) ackRefusedTopic(cl *Client, pk packets.Packet) error {
+	if pk.FixedHeader.Qos == 0 {
+		return nil
+	}
+	code := packets.ErrTopicNameInvalid
+	if strings.HasPrefix(strings.ToUpper(pk.TopicName), strings.ToUpper(SysPrefix)) {
+		code = packets.ErrNotAuthorized
+	}
+	ackType := packets.Puback
+	if pk.FixedHeader.Qos == 2 {
+		ackType = packets.Pubrec
+	}
+	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
 }
 
 // retainMessage adds a message to a topic, and if a persistent store is provided,

@@ -4049,3 +4049,27 @@ func waitWrites(s *Server) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestServerProcessPublishSysTopicAcked(t *testing.T) {
+	s := newServer()
+	_ = s.Serve()
+	defer s.Close()
+	cl, r, w := newTestClient()
+	cl.Properties.ProtocolVersion = 5
+	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Mqtt5).Packet
+	pk.TopicName = "$SYS/broker/x"
+	go func() {
+		require.NoError(t, s.processPublish(cl, pk))
+		_ = w.Close()
+	}()
+	buf, err := io.ReadAll(r)
+	require.NoError(t, err)
+	fh := new(packets.FixedHeader)
+	require.NoError(t, fh.Decode(buf[0]))
+	require.Equal(t, packets.Puback, fh.Type)
+	fh.Remaining = int(buf[1])
+	ack := packets.Packet{ProtocolVersion: 5, FixedHeader: *fh}
+	require.NoError(t, ack.PubackDecode(buf[2:]))
+	require.Equal(t, pk.PacketID, ack.PacketID)
+	require.Equal(t, packets.ErrNotAuthorized.Code, ack.ReasonCode)
+}
