@@ -19,7 +19,9 @@ import (
 type Broker struct {
 	cfg    Config
 	srv    *mqtt.Server
+	inline *mqtt.Client // the gateway's own client; not in mochi's client table
 	policy *policy
+	gate   *gate // connections not yet authenticated (preauth.go)
 	tcp    *tcpListener
 	ws     *wsListener
 	store  *store // nil without a DataDir
@@ -41,7 +43,7 @@ func Start(cfg Config, table *Table) (*Broker, error) {
 	if table == nil {
 		table, _ = NewTable()
 	}
-	b := &Broker{cfg: cfg}
+	b := &Broker{cfg: cfg, gate: &gate{max: int64(cfg.MaxPendingConnects)}}
 	b.policy = newPolicy(table, &b.cfg)
 	b.srv = mqtt.New(&mqtt.Options{
 		InlineClient:           true,
@@ -49,6 +51,13 @@ func Start(cfg Config, table *Table) (*Broker, error) {
 		Logger:                 mochiLogger(cfg.Logger),
 		SysTopicResendInterval: 10,
 	})
+	b.policy.srv = b.srv
+	// mochi keeps its inline client in the client table under the id
+	// "inline", where a remote client with that id would take it over and
+	// every later controller publish would fail. The broker keeps the
+	// pointer and takes it out of the table: no remote id can reach it.
+	b.inline, _ = b.srv.Clients.Get(mqtt.InlineClientId)
+	b.srv.Clients.Delete(mqtt.InlineClientId)
 	if err := b.start(); err != nil {
 		b.abort()
 		return nil, err
@@ -66,7 +75,14 @@ func (b *Broker) capabilities() *mqtt.Capabilities {
 	caps.MaximumInflight = b.cfg.MaxInflight
 	caps.ReceiveMaximum = min(b.cfg.MaxInflight, defaultReceiveMaximum)
 	caps.MaximumClientWritesPending = b.cfg.MaxWritesPending
+	caps.MaximumClientWritesPendingBytes = b.cfg.MaxQueuedBytes
+	caps.DisconnectSlowClients = true // slow.go
 	caps.MaximumClients = b.cfg.MaxClients
+	// The largest role cap; each role's is applied at CONNECT (connect.go).
+	caps.MaximumSessionExpiryInterval = b.cfg.maxSessionExpiry()
+	// Acks carry none of the publisher's user properties: mochi copies
+	// them by default, and MQTT.js cannot parse such a PUBACK.
+	caps.Compatibilities.NoInheritedPropertiesOnAck = true
 	return caps
 }
 
@@ -94,14 +110,15 @@ func (b *Broker) start() error {
 		b.expiry.onExpired = st.OnRetainedExpired
 	}
 	var err error
-	if b.tcp, err = listenTCP("mqtt", b.cfg.MQTTListen, b.cfg.TLS); err != nil {
+	admit := admission{gate: b.gate, maxSize: b.cfg.MaxConnectSize, timeout: b.cfg.ConnectTimeout}
+	if b.tcp, err = listenTCP("mqtt", b.cfg.MQTTListen, b.cfg.TLS, admit); err != nil {
 		return err
 	}
 	if err := b.srv.AddListener(b.tcp); err != nil {
 		return fmt.Errorf("add mqtt listener: %w", err)
 	}
 	if b.cfg.WSListen != "" {
-		if b.ws, err = listenWS("ws", b.cfg.WSListen, b.cfg.WSPath, b.cfg.TLS); err != nil {
+		if b.ws, err = listenWS("ws", b.cfg.WSListen, b.cfg.WSPath, b.cfg.TLS, admit); err != nil {
 			return err
 		}
 		if err := b.srv.AddListener(b.ws); err != nil {
@@ -149,24 +166,99 @@ func (b *Broker) SetTable(t *Table) {
 // Table returns the current auth table.
 func (b *Broker) Table() *Table { return b.policy.table.Load() }
 
-// Stats returns the broker's counters (clients, messages, bytes, drops).
+// Stats returns the broker's counters (clients, messages, bytes, drops, and
+// what each limit refused).
 func (b *Broker) Stats() Stats {
 	i := b.srv.Info.Clone()
+	c := &b.policy.stats
 	return Stats{
 		ClientsConnected: i.ClientsConnected, MessagesReceived: i.MessagesReceived,
 		MessagesSent: i.MessagesSent, MessagesDropped: i.MessagesDropped,
 		BytesReceived: i.BytesReceived, BytesSent: i.BytesSent, Retained: i.Retained,
-		PublishesThrottled: b.policy.limits.throttled.Load(), PayloadsRefused: b.policy.payloadRefused.Load(),
+		Subscriptions: i.Subscriptions, PendingConnects: b.gate.pending.Load(),
+
+		ConnectsRefused: c.connectsRefused.Load(), PreauthClosed: b.gate.closed.Load(),
+		ConnectionsOverLimit: c.overConnections.Load(), PublishesRefused: c.publishesRefused.Load(),
+		PublishesThrottled: c.throttled.Load(), PayloadsRefused: c.payloadRefused.Load(),
+		WillsRefused: c.willsRefused.Load(), SubscriptionsRefused: c.subscriptionsRefused.Load(),
+		SlowClientsDisconnected: c.slowCut.Load(),
 	}
 }
 
-// Stats are cumulative broker counters.
+// Stats are cumulative broker counters (gauges where noted).
 type Stats struct {
-	ClientsConnected, MessagesReceived, MessagesSent, MessagesDropped int64
-	BytesReceived, BytesSent, Retained                                int64
+	ClientsConnected, MessagesReceived, MessagesSent int64
+	MessagesDropped                                  int64 // not queued towards a slow client
+	BytesReceived, BytesSent, Retained               int64
+	Subscriptions, PendingConnects                   int64 // gauges
 
-	PublishesThrottled int64 // refused by a client's publish rate limit
-	PayloadsRefused    int64 // refused by a payload size or JSON depth limit
+	ConnectsRefused         int64 // CONNECTs refused: credentials, client id, Will, connection limit
+	PreauthClosed           int64 // closed before authenticating: too many pending, too large, too slow, not CONNECT
+	ConnectionsOverLimit    int64 // CONNECTs refused by an account's connection limit (also in ConnectsRefused)
+	PublishesRefused        int64 // refused by the ACL, a reserved type, retain rules or a forged skill_id
+	PublishesThrottled      int64 // refused by an account's publish rate limit
+	PayloadsRefused         int64 // refused by a payload size, JSON depth or envelope check
+	WillsRefused            int64 // Wills refused at CONNECT or dropped when due
+	SubscriptionsRefused    int64 // filters refused by the subscription count or length limits
+	SlowClientsDisconnected int64 // clients cut for not reading their messages
+}
+
+// Health is the state /healthz reports of the broker.
+type Health struct {
+	Listeners []ListenerHealth
+	// Inline is an error when the gateway's own client cannot publish.
+	Inline string
+	// Store is the persistence error being retried, if any.
+	Store string
+}
+
+// ListenerHealth is one listener's state.
+type ListenerHealth struct {
+	ID, Address string
+	Serving     bool
+	Error       string // the accept error being retried, if any
+}
+
+// Failing lists what is not working, for /healthz ("" when all is well).
+func (h Health) Failing() []string {
+	var out []string
+	for _, l := range h.Listeners {
+		if !l.Serving || l.Error != "" {
+			out = append(out, "mqtt listener "+l.ID+" ("+l.Address+"): "+cmpOr(l.Error, "not serving"))
+		}
+	}
+	if h.Inline != "" {
+		out = append(out, "broker in-process client: "+h.Inline)
+	}
+	if h.Store != "" {
+		out = append(out, "broker store: "+h.Store)
+	}
+	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Health returns the state of the listeners, the in-process client and the store.
+func (b *Broker) Health() Health {
+	var h Health
+	if b.tcp != nil {
+		h.Listeners = append(h.Listeners, b.tcp.health.state(b.tcp.id, b.tcp.Address()))
+	}
+	if b.ws != nil {
+		h.Listeners = append(h.Listeners, b.ws.health.state(b.ws.id, b.ws.Address()))
+	}
+	if b.inline == nil || b.inline.Closed() {
+		h.Inline = "closed"
+	}
+	if b.store != nil {
+		h.Store = b.store.failure()
+	}
+	return h
 }
 
 // Close disconnects every client, stops the listeners, flushes the store and

@@ -50,7 +50,7 @@ func TestAuthenticate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := brokertest.Connect(t, b.Addr(), tc.user, tc.pass, brokertest.ConnectOptions{ClientID: "c-" + strings.ReplaceAll(tc.name, " ", "-")})
+			c, err := brokertest.Connect(t, b.Addr(), tc.user, tc.pass, brokertest.ConnectOptions{})
 			if tc.ok {
 				if err != nil {
 					t.Fatalf("connect: %v", err)
@@ -73,7 +73,7 @@ func TestRevokeWhileConnected(t *testing.T) {
 	b := brokertest.Start(t, broker.Config{}, dev.Account, other.Account)
 	c1 := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1"})
 	c2 := brokertest.MustConnect(t, b.Addr(), "pi-2", other.Secret, brokertest.ConnectOptions{ClientID: "pi-2"})
-	skill := brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", "s"), skillcred.Mint(dev.Key, 1, "pi-1", "s"), brokertest.ConnectOptions{ClientID: "pi-1-s"})
+	skill := brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", "s"), skillcred.Mint(dev.Key, 1, "pi-1", "s"), brokertest.ConnectOptions{ClientID: skillcred.Username("pi-1", "s")})
 
 	// pi-1 is removed; pi-2 stays.
 	table, err := broker.NewTable(other.Account)
@@ -92,7 +92,7 @@ func TestRevokeWhileConnected(t *testing.T) {
 	if rc := c2.Pub(t, "chorus/v1/pi-2/bus/ping", []byte(`{"type":"ping"}`), false); rc != 0 {
 		t.Fatalf("remaining client publish: reason %#x", rc)
 	}
-	if _, err := brokertest.Connect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1b"}); err == nil {
+	if _, err := brokertest.Connect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/pi-1b"}); err == nil {
 		t.Fatal("revoked device reconnected")
 	}
 }
@@ -103,8 +103,8 @@ func TestACL(t *testing.T) {
 	op, opSecret := brokertest.NewOperator(t, "alice")
 	b := brokertest.Start(t, broker.Config{}, dev.Account, intg, op)
 	clients := map[string]*brokertest.Client{
-		"device":      brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"}),
-		"skill":       brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", "s"), skillcred.Mint(dev.Key, 1, "pi-1", "s"), brokertest.ConnectOptions{ClientID: "s"}),
+		"device":      brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"}),
+		"skill":       brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", "s"), skillcred.Mint(dev.Key, 1, "pi-1", "s"), brokertest.ConnectOptions{ClientID: skillcred.Username("pi-1", "s")}),
 		"integration": brokertest.MustConnect(t, b.Addr(), "integration:ha", intgSecret, brokertest.ConnectOptions{ClientID: "i"}),
 		"operator":    brokertest.MustConnect(t, b.Addr(), "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "o"}),
 	}
@@ -132,8 +132,7 @@ func TestACL(t *testing.T) {
 	}
 	for _, tc := range pubs {
 		t.Run("pub "+tc.who+" "+tc.topic, func(t *testing.T) {
-			// "ON" fits every topic class's payload cap (limits_test.go).
-			rc := clients[tc.who].Pub(t, tc.topic, []byte("ON"), tc.retain)
+			rc := clients[tc.who].Pub(t, tc.topic, payloadFor(tc.topic, "ON"), tc.retain)
 			if tc.ok != (rc < 0x80) {
 				t.Fatalf("publish reason %#x, want ok=%v", rc, tc.ok)
 			}
@@ -175,7 +174,7 @@ func TestDeniedPublishDeliveredToNoOne(t *testing.T) {
 	b := brokertest.Start(t, broker.Config{}, dev.Account, op)
 	watcher := brokertest.MustConnect(t, b.Addr(), "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "w"})
 	watcher.Sub(t, "chorus/v1/#")
-	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"})
 	if rc := d.Pub(t, "chorus/v1/pi-1/desired", []byte("forged"), false); rc != 0x87 {
 		t.Fatalf("forged desired: reason %#x, want 0x87", rc)
 	}
@@ -190,13 +189,13 @@ func TestWillOutsideACLRefused(t *testing.T) {
 	dev := brokertest.NewDevice(t, "pi-1")
 	b := brokertest.Start(t, broker.Config{}, dev.Account)
 	_, err := brokertest.Connect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{
-		ClientID: "d", Will: &paho.WillMessage{Topic: "chorus/v1/pi-2/availability", Payload: []byte("offline"), Retain: true, QoS: 1},
+		ClientID: "pi-1/d", Will: &paho.WillMessage{Topic: "chorus/v1/pi-2/availability", Payload: []byte("offline"), Retain: true, QoS: 1},
 	})
 	if err == nil {
 		t.Fatal("connect with a will on another device's topic succeeded")
 	}
 	brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{
-		ClientID: "d2", Will: &paho.WillMessage{Topic: "chorus/v1/pi-1/availability", Payload: []byte("offline"), Retain: true, QoS: 1},
+		ClientID: "pi-1/d2", Will: &paho.WillMessage{Topic: "chorus/v1/pi-1/availability", Payload: []byte("offline"), Retain: true, QoS: 1},
 	})
 }
 
@@ -208,13 +207,13 @@ func TestRetainedAndSessionSurviveRestart(t *testing.T) {
 	addr := b.Addr()
 
 	// A persistent session subscribed to the device's bus, then gone.
-	sess := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1-agent", Expiry: 3600})
+	sess := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1", Expiry: 3600})
 	sess.Sub(t, "chorus/v1/pi-1/bus/+")
 	sess.Close()
 
 	d := brokertest.MustConnect(t, addr, "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "op"})
 	d.Close()
-	pub := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pub"})
+	pub := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/pub"})
 	pub.Pub(t, "chorus/v1/pi-1/skills", []byte(`{"skills":[]}`), true)
 	pub.Close()
 	if err := b.Close(); err != nil {
@@ -232,7 +231,7 @@ func TestRetainedAndSessionSurviveRestart(t *testing.T) {
 	// it reconnects is queued for it (QoS 1), and SessionPresent is set.
 	opc := brokertest.MustConnect(t, b2.Addr(), "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "op3"})
 	opc.Pub(t, "chorus/v1/pi-1/bus/hello", []byte(`{"type":"hello"}`), false)
-	again := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1-agent", Expiry: 3600})
+	again := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1", Expiry: 3600})
 	if !again.Connack.SessionPresent {
 		t.Fatal("session not present after restart")
 	}
@@ -246,7 +245,7 @@ func TestRetainedStateDoesNotExpire(t *testing.T) {
 	dev := brokertest.NewDevice(t, "pi-1")
 	b := brokertest.Start(t, broker.Config{DataDir: dir}, dev.Account)
 	addr := b.Addr()
-	d := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	d := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"})
 	d.Pub(t, "chorus/v1/pi-1/birth", []byte(`{"session":1}`), true)
 	d.Close()
 	b.Close()
@@ -255,7 +254,7 @@ func TestRetainedStateDoesNotExpire(t *testing.T) {
 	b2 := brokertest.Start(t, broker.Config{DataDir: dir, MQTTListen: addr}, dev.Account)
 	// A sentinel retained with a 1 s expiry: once the expiry sweep removes
 	// it, the sweep has run over the two-day-old message too.
-	s := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "s"})
+	s := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/s"})
 	expiry := uint32(1)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -267,7 +266,7 @@ func TestRetainedStateDoesNotExpire(t *testing.T) {
 	if !b2.HasRetained("chorus/v1/pi-1/birth") {
 		t.Fatal("two-day-old retained state was deleted")
 	}
-	w := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "w"})
+	w := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/w"})
 	w.Sub(t, "chorus/v1/pi-1/birth")
 	w.Expect(t, "chorus/v1/pi-1/birth", wait)
 }
@@ -294,7 +293,7 @@ func TestTruncatedSubscribeDoesNotKillBroker(t *testing.T) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(wait))
-	if _, err := conn.Write(connectPacket("evil", "pi-1", dev.Secret)); err != nil {
+	if _, err := conn.Write(connectPacket("pi-1", "pi-1", dev.Secret)); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 64)
@@ -310,7 +309,19 @@ func TestTruncatedSubscribeDoesNotKillBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = conn.Read(buf) // the broker closes this connection
-	brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "after"})
+	brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/after"})
+}
+
+// payloadFor returns a bus message of the topic's type carrying tag on a bus
+// topic (skills must send real envelopes), and tag itself elsewhere; a
+// short tag fits every topic class's payload cap (limits_test.go).
+func payloadFor(topic, tag string) []byte {
+	if t, ok := strings.CutPrefix(topic, "chorus/v1/"); ok {
+		if _, typ, ok := strings.Cut(t, "/bus/"); ok {
+			return []byte(`{"type":"` + typ + `","data":{"tag":"` + tag + `"}}`)
+		}
+	}
+	return []byte(tag)
 }
 
 // connectPacket encodes an MQTT 5 CONNECT with username and password.
@@ -341,7 +352,7 @@ func TestInlinePublishSubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"})
 	d.Sub(t, "chorus/v1/pi-1/desired")
 	d.Pub(t, "chorus/v1/pi-1/bus/ping", []byte(`{"type":"ping"}`), false)
 	select {
@@ -372,7 +383,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	c := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"})
 	c.Pub(t, "chorus/v1/pi-1/skills", []byte("{}"), true)
 	b.Close()
 	b.Close() // idempotent
@@ -430,8 +441,8 @@ func ageStoredRetained(t *testing.T, dir string, age time.Duration) {
 func TestSkillManagementTypesAndForgedIDRefused(t *testing.T) {
 	dev := brokertest.NewDevice(t, "pi-1")
 	b := brokertest.Start(t, broker.Config{}, dev.Account)
-	s := brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", "s"), skillcred.Mint(dev.Key, 1, "pi-1", "s"), brokertest.ConnectOptions{ClientID: "s"})
-	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	s := brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", "s"), skillcred.Mint(dev.Key, 1, "pi-1", "s"), brokertest.ConnectOptions{ClientID: skillcred.Username("pi-1", "s")})
+	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"})
 	tests := []struct {
 		name, topic, payload string
 		ok                   bool

@@ -25,27 +25,72 @@ const (
 	defaultReceiveMaximum = 1024
 )
 
-// Defaults of the publish limits (limits.go, ratelimit.go; docs/security.md).
+// Defaults of the per-role limits (docs/security.md, "Limits per account").
+// A device's agent carries all of its local OVOS services' bus traffic;
+// integrations and operators are fleet-owner credentials that may address
+// many devices at once. Skills are third-party code and get less.
+var (
+	DefaultDeviceLimits = RoleLimits{
+		Connections: 2, PublishRate: 200, PublishBurst: 400,
+		Subscriptions: 64, MaxSessionExpiry: 7 * 24 * 3600,
+	}
+	DefaultSkillLimits = RoleLimits{
+		Connections: 1, PublishRate: 50, PublishBurst: 100, MaxBusPayload: 1 << 20,
+		Subscriptions: 16, MaxSessionExpiry: 300,
+	}
+	// Home Assistant subscribes per entity: tens of thousands on a big fleet.
+	DefaultIntegrationLimits = RoleLimits{
+		Connections: 16, PublishRate: 200, PublishBurst: 400,
+		Subscriptions: 50000, MaxSessionExpiry: 7 * 24 * 3600,
+	}
+	DefaultOperatorLimits = RoleLimits{
+		Connections: 16, PublishRate: 200, PublishBurst: 400,
+		Subscriptions: 1000, MaxSessionExpiry: 24 * 3600,
+	}
+)
+
+// Defaults of the connection and queue limits.
 const (
-	// Publish rate limits per connection (token buckets).
-	// A device's agent carries all of its local OVOS services' bus traffic;
-	// integrations and operators are fleet-owner credentials that may address
-	// many devices at once. Skills are third-party code and get less.
-	DefaultPublishRate       = 200 // messages/s: device, integration, operator
-	DefaultPublishBurst      = 400
-	DefaultSkillPublishRate  = 50 // messages/s: skill
-	DefaultSkillPublishBurst = 100
 	// Bus payload caps (limits.go). The device cap leaves the packet size's
 	// headroom for topic and properties, so an OVOS websocket frame of 10 MiB
-	// relayed by the agent still fits; a skill's messages are text and small
-	// structured data, so 1 MiB is generous.
-	busHeadroom               = 64 << 10
-	DefaultMaxSkillBusPayload = 1 << 20
+	// relayed by the agent still fits.
+	busHeadroom = 64 << 10
 	// The envelope's own limit, so the broker never refuses a message every
 	// bus client would accept; it protects subscribers that decode JSON
 	// without the envelope (Home Assistant, scripts).
 	DefaultMaxJSONDepth = envelope.MaxDepth
+
+	DefaultConnectTimeout     = 10 * time.Second // from accept to an authenticated CONNECT
+	DefaultMaxConnectSize     = 16 << 10         // a CONNECT before authentication, bytes
+	DefaultMaxPendingConnects = 1024             // connections that have not authenticated yet
+	DefaultMaxTopicLength     = 1024             // bytes, topic names and filters
+	DefaultMaxQueuedBytes     = 16 << 20         // payload bytes queued towards one client
+	DefaultMaxDropsPerWindow  = 1000             // QoS 0 drops in DropWindow before a slow client is cut
+	DefaultDropWindow         = 10 * time.Second
 )
+
+// RoleLimits are the limits of one role. A zero field takes the role's
+// default; a negative one turns that limit off.
+type RoleLimits struct {
+	// Connections is the number of live connections per account. A
+	// reconnect with the same client id takes over its own session and is
+	// not counted twice.
+	Connections int
+	// PublishRate and PublishBurst are a token bucket per account shared
+	// by all its connections: refilled at PublishRate messages per second,
+	// holding at most PublishBurst.
+	PublishRate  float64
+	PublishBurst int
+	// MaxBusPayload caps bus messages (chorus/v1/<device>/bus/<type>),
+	// bytes; 0 takes the packet size less 64 KiB (10 MiB at the default
+	// packet size) for every role but skills (1 MiB).
+	MaxBusPayload int
+	// Subscriptions caps the filters one client holds.
+	Subscriptions int
+	// MaxSessionExpiry caps the MQTT 5 session expiry a client asks for,
+	// seconds; the CONNACK tells the client the value it got.
+	MaxSessionExpiry int64
+}
 
 // Config configures a Broker. The zero value works: an MQTT listener on the
 // default port, no websocket, no TLS, nothing persisted.
@@ -66,25 +111,33 @@ type Config struct {
 	MaxWritesPending int32  // queued outbound packets per client before drops
 	MaxClients       int64
 
-	// Publish rate limits per connection, by role: a token bucket refilled
-	// at Rate messages per second holding at most Burst. 0 takes the
-	// default; a negative rate turns the limit off for that role. The
-	// in-process (inline) client is never limited.
-	PublishRate       float64 // devices, integrations, operators (200/s)
-	PublishBurst      int     // (400)
-	SkillPublishRate  float64 // skills (50/s)
-	SkillPublishBurst int     // (100)
+	// Per-role limits (docs/security.md). The in-process (inline) client
+	// is never limited.
+	Device, Skill, Integration, Operator RoleLimits
 
-	// Payload caps of bus messages (chorus/v1/<device>/bus/<type>), bytes.
-	// MaxBusPayload applies to devices, integrations and operators (default
-	// MaxPacketSize less 64 KiB: 10 MiB at the default packet size),
-	// MaxSkillBusPayload to skills (1 MiB). The state and command topics have
-	// fixed caps (limits.go).
-	MaxBusPayload      int
-	MaxSkillBusPayload int
 	// MaxJSONDepth caps the nesting of arrays and objects in JSON payloads
 	// (bus, birth, connectivity, skills); default 64.
 	MaxJSONDepth int
+
+	// Before authentication: a connection must send a CONNECT of at most
+	// MaxConnectSize bytes and be authenticated within ConnectTimeout, and
+	// at most MaxPendingConnects connections may be at that stage at once
+	// (more are closed as they arrive).
+	ConnectTimeout     time.Duration
+	MaxConnectSize     int
+	MaxPendingConnects int
+
+	// MaxTopicLength caps topic names and subscription filters, bytes.
+	MaxTopicLength int
+
+	// A client that does not read: at most MaxWritesPending packets and
+	// MaxQueuedBytes payload bytes wait for it. Past that its QoS 0
+	// messages are dropped and counted, and it is disconnected when a QoS
+	// 1 or 2 message does not fit (the message stays in its session) or
+	// when it has lost more than MaxDropsPerWindow messages in DropWindow.
+	MaxQueuedBytes    int64
+	MaxDropsPerWindow int
+	DropWindow        time.Duration
 
 	// Now is the clock of the rate limiter; nil means time.Now.
 	Now func() time.Time
@@ -121,29 +174,72 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) setLimitDefaults() {
-	if c.PublishRate == 0 {
-		c.PublishRate = DefaultPublishRate
-	}
-	if c.PublishBurst == 0 {
-		c.PublishBurst = DefaultPublishBurst
-	}
-	if c.SkillPublishRate == 0 {
-		c.SkillPublishRate = DefaultSkillPublishRate
-	}
-	if c.SkillPublishBurst == 0 {
-		c.SkillPublishBurst = DefaultSkillPublishBurst
-	}
-	if c.MaxBusPayload == 0 {
-		c.MaxBusPayload = int(c.MaxPacketSize) - min(busHeadroom, int(c.MaxPacketSize)/4)
-	}
-	if c.MaxSkillBusPayload == 0 {
-		c.MaxSkillBusPayload = min(DefaultMaxSkillBusPayload, c.MaxBusPayload)
-	}
-	if c.MaxJSONDepth == 0 {
-		c.MaxJSONDepth = DefaultMaxJSONDepth
-	}
+	busMax := int(c.MaxPacketSize) - min(busHeadroom, int(c.MaxPacketSize)/4)
+	c.Device = c.Device.withDefaults(DefaultDeviceLimits, busMax)
+	c.Skill = c.Skill.withDefaults(DefaultSkillLimits, busMax)
+	c.Integration = c.Integration.withDefaults(DefaultIntegrationLimits, busMax)
+	c.Operator = c.Operator.withDefaults(DefaultOperatorLimits, busMax)
+	c.MaxJSONDepth = orDefault(c.MaxJSONDepth, DefaultMaxJSONDepth)
+	c.ConnectTimeout = orDefault(c.ConnectTimeout, DefaultConnectTimeout)
+	c.MaxConnectSize = orDefault(c.MaxConnectSize, DefaultMaxConnectSize)
+	c.MaxPendingConnects = orDefault(c.MaxPendingConnects, DefaultMaxPendingConnects)
+	c.MaxTopicLength = orDefault(c.MaxTopicLength, DefaultMaxTopicLength)
+	c.MaxQueuedBytes = orDefault(c.MaxQueuedBytes, DefaultMaxQueuedBytes)
+	c.MaxDropsPerWindow = orDefault(c.MaxDropsPerWindow, DefaultMaxDropsPerWindow)
+	c.DropWindow = orDefault(c.DropWindow, DefaultDropWindow)
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+}
+
+// withDefaults fills the zero fields of l from def; a bus payload cap
+// never exceeds busMax, what the packet size leaves room for.
+func (l RoleLimits) withDefaults(def RoleLimits, busMax int) RoleLimits {
+	l.Connections = orDefault(l.Connections, def.Connections)
+	l.PublishRate = orDefault(l.PublishRate, def.PublishRate)
+	l.PublishBurst = orDefault(l.PublishBurst, def.PublishBurst)
+	l.MaxBusPayload = orDefault(l.MaxBusPayload, def.MaxBusPayload)
+	if l.MaxBusPayload == 0 || l.MaxBusPayload > busMax {
+		l.MaxBusPayload = busMax
+	}
+	l.Subscriptions = orDefault(l.Subscriptions, def.Subscriptions)
+	l.MaxSessionExpiry = orDefault(l.MaxSessionExpiry, def.MaxSessionExpiry)
+	return l
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// maxSessionExpiry is the largest session expiry any role may have
+// (mochi's broker-wide maximum, and MQTT 3.1.1 sessions' expiry).
+func (c *Config) maxSessionExpiry() uint32 {
+	m := int64(0)
+	for _, r := range []Role{RoleDevice, RoleSkill, RoleIntegration, RoleOperator} {
+		e := c.limits(r).MaxSessionExpiry
+		if e < 0 {
+			return math.MaxUint32
+		}
+		m = max(m, e)
+	}
+	return uint32(m)
+}
+
+// limits returns the limits of role.
+func (c *Config) limits(role Role) *RoleLimits {
+	switch role {
+	case RoleSkill:
+		return &c.Skill
+	case RoleIntegration:
+		return &c.Integration
+	case RoleOperator:
+		return &c.Operator
+	default:
+		return &c.Device
 	}
 }
 
@@ -157,14 +253,30 @@ func (c *Config) validate() error {
 		return fmt.Errorf("max writes pending %d: must not be negative", c.MaxWritesPending)
 	case c.MaxClients < 0:
 		return fmt.Errorf("max clients %d: must not be negative", c.MaxClients)
-	case c.PublishBurst < 0 || c.SkillPublishBurst < 0:
-		return fmt.Errorf("publish burst %d, skill publish burst %d: must not be negative", c.PublishBurst, c.SkillPublishBurst)
-	case math.IsNaN(c.PublishRate) || math.IsNaN(c.SkillPublishRate):
-		return errors.New("publish rate: not a number")
-	case c.MaxBusPayload < 0 || c.MaxSkillBusPayload < 0:
-		return fmt.Errorf("max bus payload %d, max skill bus payload %d: must not be negative", c.MaxBusPayload, c.MaxSkillBusPayload)
+	case c.MaxConnectSize < 0 || c.MaxPendingConnects < 0 || c.MaxTopicLength < 0 || c.MaxQueuedBytes < 0:
+		return fmt.Errorf("max connect size %d, max pending connects %d, max topic length %d, max queued bytes %d: must not be negative",
+			c.MaxConnectSize, c.MaxPendingConnects, c.MaxTopicLength, c.MaxQueuedBytes)
 	case c.MaxJSONDepth < 0:
 		return fmt.Errorf("max JSON depth %d: must not be negative", c.MaxJSONDepth)
+	}
+	for _, r := range []Role{RoleDevice, RoleSkill, RoleIntegration, RoleOperator} {
+		if err := c.limits(r).validate(); err != nil {
+			return fmt.Errorf("%s limits: %w", r, err)
+		}
+	}
+	return nil
+}
+
+func (l *RoleLimits) validate() error {
+	switch {
+	case math.IsNaN(l.PublishRate):
+		return errors.New("publish rate: not a number")
+	case l.PublishBurst < 0 && l.PublishRate >= 0:
+		return fmt.Errorf("publish burst %d: must not be negative", l.PublishBurst)
+	case l.MaxBusPayload < 0:
+		return fmt.Errorf("max bus payload %d: must not be negative", l.MaxBusPayload)
+	case l.MaxSessionExpiry > math.MaxUint32:
+		return fmt.Errorf("max session expiry %d: at most %d seconds", l.MaxSessionExpiry, uint32(math.MaxUint32))
 	}
 	return nil
 }

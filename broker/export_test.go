@@ -8,8 +8,14 @@ func (b *Broker) HasRetained(topic string) bool {
 	return ok
 }
 
-// RateLimitedClients counts the clients holding a publish rate bucket (tests only).
-func (b *Broker) RateLimitedClients() int { return b.policy.limits.len() }
+// TrackedSessions counts the connections the policy holds state for (tests only).
+func (b *Broker) TrackedSessions() int { return b.policy.sessionCount() }
+
+// TrackedAccounts counts the accounts the policy holds a bucket for (tests only).
+func (b *Broker) TrackedAccounts() int { return b.policy.accounts.len() }
+
+// SweepPolicy runs the policy's periodic sweep now (tests only).
+func (b *Broker) SweepPolicy() { b.policy.OnSysInfoTick(nil) }
 
 // Inflight returns the number of QoS messages in flight for a client id (-1: unknown).
 func (b *Broker) Inflight(clientID string) int {

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chorus-edge/chorus/broker"
@@ -16,15 +17,16 @@ func TestSkillGrant(t *testing.T) {
 	dev := brokertest.NewDevice(t, "pi-1")
 	granted := dev.Account
 	granted.SkillGrants = map[string][]string{"installer": {"ovos.skills.install*"}}
-	b := brokertest.Start(t, broker.Config{PublishRate: -1, SkillPublishRate: -1}, granted)
+	b := brokertest.Start(t, brokertest.Unlimited(), granted)
 
 	connect := func(skill string) *brokertest.Client {
 		return brokertest.MustConnect(t, b.Addr(), skillcred.Username("pi-1", skill),
-			skillcred.Mint(dev.Key, 1, "pi-1", skill), brokertest.ConnectOptions{ClientID: "pi-1-" + skill})
+			skillcred.Mint(dev.Key, 1, "pi-1", skill), brokertest.ConnectOptions{ClientID: skillcred.Username("pi-1", skill)})
 	}
 	installer, other := connect("installer"), connect("other")
-	msg := func(skill string) []byte {
-		return []byte(`{"type":"x","data":{},"context":{"skill_id":"` + skill + `"}}`)
+	msg := func(skill, topic string) []byte {
+		typ := topic[strings.LastIndex(topic, "/")+1:]
+		return []byte(`{"type":"` + typ + `","data":{},"context":{"skill_id":"` + skill + `"}}`)
 	}
 
 	cases := []struct {
@@ -44,7 +46,7 @@ func TestSkillGrant(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.c.Pub(t, tc.topic, msg(tc.skill), false); got != tc.reason {
+			if got := tc.c.Pub(t, tc.topic, msg(tc.skill, tc.topic), false); got != tc.reason {
 				t.Fatalf("publish %s as %s: reason 0x%02x, want 0x%02x", tc.topic, tc.skill, got, tc.reason)
 			}
 		})
@@ -56,7 +58,7 @@ func TestSkillGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.SetTable(table)
-	if got := installer.Pub(t, "chorus/v1/pi-1/bus/ovos.skills.install", msg("installer"), false); got != 0x87 {
+	if got := installer.Pub(t, "chorus/v1/pi-1/bus/ovos.skills.install", msg("installer", "chorus/v1/pi-1/bus/ovos.skills.install"), false); got != 0x87 {
 		t.Fatalf("after revoking the grant: reason 0x%02x, want 0x87", got)
 	}
 }

@@ -28,10 +28,6 @@ type UserProperty struct{ Key, Value string }
 // Publish publishes m from the in-process client. Inline publishes bypass the
 // ACL (STYLE.md §8): the caller is the controller and enforces its own policy.
 func (b *Broker) Publish(m Message) error {
-	cl, ok := b.srv.Clients.Get(mqtt.InlineClientId)
-	if !ok {
-		return fmt.Errorf("publish %s: inline client missing", m.Topic)
-	}
 	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: m.QoS, Retain: m.Retain},
 		TopicName:   m.Topic,
@@ -47,7 +43,7 @@ func (b *Broker) Publish(m Message) error {
 	for _, u := range m.User {
 		pk.Properties.User = append(pk.Properties.User, packets.UserProperty{Key: u.Key, Val: u.Value})
 	}
-	if err := b.srv.InjectPacket(cl, pk); err != nil {
+	if err := b.srv.InjectPacket(b.inline, pk); err != nil {
 		return fmt.Errorf("publish %s: %w", m.Topic, err)
 	}
 	return nil

@@ -49,10 +49,7 @@ func (c *Config) classify(role Role, topic string) topicClass {
 		return topicClass{max: maxSkills, json: true}
 	}
 	if strings.HasPrefix(rest, "bus/") {
-		if role == RoleSkill {
-			return topicClass{max: c.MaxSkillBusPayload, json: true}
-		}
-		return topicClass{max: c.MaxBusPayload, json: true}
+		return topicClass{max: c.limits(role).MaxBusPayload, json: true}
 	}
 	if skill, ok := strings.CutPrefix(rest, "skill/"); ok {
 		_, sub, _ := strings.Cut(skill, "/")

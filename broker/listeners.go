@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -17,18 +18,38 @@ import (
 )
 
 // tcpListener is an MQTT listener on a socket we bound ourselves, so a port in
-// use is an error at start-up. Each connection recovers from a panic in
-// mochi's packet decoding: a truncated MQTT 5 SUBSCRIBE panics in v2.7.9
-// (mochi-mqtt/server#501) and would otherwise kill the whole process.
+// use is an error at start-up. Each connection passes the pre-authentication
+// limits (preauth.go) and recovers from a panic in mochi's packet decoding: a
+// truncated MQTT 5 SUBSCRIBE panics in v2.7.9 (mochi-mqtt/server#501) and
+// would otherwise kill the whole process.
 type tcpListener struct {
-	id    string
-	ln    net.Listener
-	proto string
-	log   *slog.Logger
-	wg    sync.WaitGroup
+	id     string
+	ln     net.Listener
+	proto  string
+	log    *slog.Logger
+	admit  admission
+	health listenerHealth
+	wg     sync.WaitGroup
 }
 
-func listenTCP(id, addr string, tlsCfg *tls.Config) (*tcpListener, error) {
+// admission is what a listener applies to a new connection before mochi
+// reads from it.
+type admission struct {
+	gate    *gate
+	maxSize int
+	timeout time.Duration
+}
+
+// wrap admits c, or closes it and returns nil when the gate is full.
+func (a admission) wrap(c net.Conn) net.Conn {
+	if !a.gate.enter() {
+		_ = c.Close()
+		return nil
+	}
+	return newPreauthConn(c, a.gate, a.maxSize, a.timeout)
+}
+
+func listenTCP(id, addr string, tlsCfg *tls.Config, admit admission) (*tcpListener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen mqtt on %s: %w", addr, err)
@@ -38,7 +59,7 @@ func listenTCP(id, addr string, tlsCfg *tls.Config) (*tcpListener, error) {
 		ln = tls.NewListener(ln, tlsCfg)
 		proto = "mqtts"
 	}
-	return &tcpListener{id: id, ln: ln, proto: proto}, nil
+	return &tcpListener{id: id, ln: ln, proto: proto, admit: admit}, nil
 }
 
 func (l *tcpListener) ID() string                  { return l.id }
@@ -46,17 +67,41 @@ func (l *tcpListener) Address() string             { return l.ln.Addr().String()
 func (l *tcpListener) Protocol() string            { return l.proto }
 func (l *tcpListener) Init(log *slog.Logger) error { l.log = log; return nil }
 
-// Serve accepts until Close; each connection runs on its own goroutine.
+// Serve accepts until Close; each connection runs on its own goroutine. An
+// accept error other than the listener being closed (EMFILE when the process
+// is out of file descriptors, ECONNABORTED, ...) is not the end of the
+// listener: it backs off from 5 ms doubling to 1 s and accepts again, as
+// net/http's Server does, and reports the error in its health meanwhile.
 func (l *tcpListener) Serve(establish listeners.EstablishFn) {
+	l.health.serving.Store(true)
+	defer l.health.serving.Store(false)
+	var delay time.Duration
 	for {
 		conn, err := l.ln.Accept()
 		if err != nil {
-			return // closed
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if l.health.failed(err) {
+				l.log.Error("mqtt accept failed; retrying", "listener", l.id, "error", err, "retry_in", delay)
+			}
+			time.Sleep(delay)
+			continue
+		}
+		if delay > 0 {
+			l.log.Info("mqtt accepting again", "listener", l.id)
+			l.health.recovered()
+			delay = 0
+		}
+		c := l.admit.wrap(conn)
+		if c == nil {
+			continue
 		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			serveRecovering(l.id, conn, establish, l.log)
+			serveRecovering(l.id, c, establish, l.log)
 		}()
 	}
 }
@@ -96,10 +141,12 @@ type wsListener struct {
 	log       *slog.Logger
 	upgrader  websocket.Upgrader
 	establish listeners.EstablishFn
+	admit     admission
+	health    listenerHealth
 	wg        sync.WaitGroup // connections; http.Server.Shutdown does not wait for hijacked ones
 }
 
-func listenWS(id, addr, path string, tlsCfg *tls.Config) (*wsListener, error) {
+func listenWS(id, addr, path string, tlsCfg *tls.Config, admit admission) (*wsListener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen mqtt-over-websocket on %s: %w", addr, err)
@@ -108,7 +155,7 @@ func listenWS(id, addr, path string, tlsCfg *tls.Config) (*wsListener, error) {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
 	return &wsListener{
-		id: id, ln: ln, path: path, tls: tlsCfg != nil,
+		id: id, ln: ln, path: path, tls: tlsCfg != nil, admit: admit,
 		upgrader: websocket.Upgrader{Subprotocols: []string{"mqtt"}},
 	}, nil
 }
@@ -139,13 +186,23 @@ func (l *wsListener) handle(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered
 	}
 	defer c.Close()
-	serveRecovering(l.id, &wsConn{Conn: c.UnderlyingConn(), ws: c}, l.establish, l.log)
+	conn := l.admit.wrap(&wsConn{Conn: c.UnderlyingConn(), ws: c})
+	if conn == nil {
+		return
+	}
+	serveRecovering(l.id, conn, l.establish, l.log)
 }
 
 // Serve sets the establish func before the first connection can arrive.
+// http.Server retries temporary accept errors itself.
 func (l *wsListener) Serve(establish listeners.EstablishFn) {
 	l.establish = establish
-	_ = l.srv.Serve(l.ln)
+	l.health.serving.Store(true)
+	defer l.health.serving.Store(false)
+	if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		l.health.failed(err)
+		l.log.Error("mqtt-over-websocket listener stopped", "listener", l.id, "error", err)
+	}
 }
 
 // Close stops the HTTP server and waits for the connections to end; see
@@ -197,4 +254,35 @@ func (c *wsConn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// listenerHealth is what /healthz reports of a listener: whether it is
+// serving and the accept error it is backing off from, if any.
+type listenerHealth struct {
+	serving atomic.Bool
+	mu      sync.Mutex // guards lastErr
+	lastErr string
+}
+
+// failed records err and reports whether it is the first of a run (worth a
+// log line; the rest of the run is only retried).
+func (h *listenerHealth) failed(err error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := h.lastErr == ""
+	h.lastErr = err.Error()
+	return first
+}
+
+func (h *listenerHealth) recovered() {
+	h.mu.Lock()
+	h.lastErr = ""
+	h.mu.Unlock()
+}
+
+// state returns the listener's health.
+func (h *listenerHealth) state(id, addr string) ListenerHealth {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return ListenerHealth{ID: id, Address: addr, Serving: h.serving.Load(), Error: h.lastErr}
 }

@@ -16,7 +16,7 @@ import (
 func connectSkill(t *testing.T, b *broker.Broker, dev brokertest.Device, device, skill string) *brokertest.Client {
 	t.Helper()
 	return brokertest.MustConnect(t, b.Addr(), skillcred.Username(device, skill), skillcred.Mint(dev.Key, 1, device, skill),
-		brokertest.ConnectOptions{ClientID: "skill-" + skill})
+		brokertest.ConnectOptions{ClientID: skillcred.Username(device, skill)})
 }
 
 // Each role gets its own bucket: a client past its burst is refused with
@@ -25,8 +25,8 @@ func TestRateLimitPerRole(t *testing.T) {
 	dev := brokertest.NewDevice(t, "pi-1")
 	op, opSecret := brokertest.NewOperator(t, "alice")
 	// A rate that refills nothing within the test: the burst is all there is.
-	b := brokertest.Start(t, broker.Config{PublishRate: 1e-6, PublishBurst: 5, SkillPublishRate: 1e-6, SkillPublishBurst: 3}, dev.Account, op)
-	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	b := brokertest.Start(t, broker.Config{Device: broker.RoleLimits{PublishRate: 1e-6, PublishBurst: 5}, Operator: broker.RoleLimits{PublishRate: 1e-6, PublishBurst: 5}, Skill: broker.RoleLimits{PublishRate: 1e-6, PublishBurst: 3}}, dev.Account, op)
+	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"})
 	o := brokertest.MustConnect(t, b.Addr(), "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "o"})
 	s1 := connectSkill(t, b, dev, "pi-1", "one")
 	s2 := connectSkill(t, b, dev, "pi-1", "two")
@@ -64,8 +64,8 @@ func TestRateLimitPerRole(t *testing.T) {
 func TestRateLimitOffAndInlineExempt(t *testing.T) {
 	dev := brokertest.NewDevice(t, "pi-1")
 	op, opSecret := brokertest.NewOperator(t, "alice")
-	b := brokertest.Start(t, broker.Config{PublishRate: -1, SkillPublishRate: 1e-6, SkillPublishBurst: 1}, dev.Account, op)
-	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "d"})
+	b := brokertest.Start(t, broker.Config{Device: broker.RoleLimits{PublishRate: -1}, Skill: broker.RoleLimits{PublishRate: 1e-6, PublishBurst: 1}}, dev.Account, op)
+	d := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/d"})
 	for i := range 50 {
 		if rc := d.Pub(t, "chorus/v1/pi-1/bus/speak", []byte(`{}`), false); rc != 0 {
 			t.Fatalf("unlimited device, publish %d: reason %#x", i, rc)
@@ -97,7 +97,7 @@ func TestRateLimitFlooderDoesNotStarveOthers(t *testing.T) {
 	dev := brokertest.NewDevice(t, "pi-1")
 	dev2 := brokertest.NewDevice(t, "pi-2")
 	op, opSecret := brokertest.NewOperator(t, "alice")
-	b := brokertest.Start(t, broker.Config{SkillPublishRate: rate, SkillPublishBurst: burst}, dev.Account, dev2.Account, op)
+	b := brokertest.Start(t, broker.Config{Skill: broker.RoleLimits{PublishRate: rate, PublishBurst: burst}}, dev.Account, dev2.Account, op)
 
 	floodWatch := brokertest.MustConnect(t, b.Addr(), "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "fw"})
 	floodWatch.Sub(t, "chorus/v1/pi-1/bus/flood")

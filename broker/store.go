@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -57,7 +58,8 @@ type store struct {
 	// loaded at start, kept by putLocked.
 	clients map[string]struct{}
 
-	failed int // consecutive failed writes (writer goroutine only)
+	failed  int                    // consecutive failed writes (writer goroutine only)
+	lastErr atomic.Pointer[string] // the failing write's error, for Health; nil when writes succeed
 
 	kick chan struct{}
 	done chan struct{}
@@ -226,6 +228,8 @@ func (s *store) flush() {
 	s.mu.Unlock()
 	if err := s.write(batch); err != nil {
 		s.requeue(batch)
+		msg := err.Error()
+		s.lastErr.Store(&msg)
 		if s.failed++; s.failed == 1 {
 			s.log.Error("broker store: write failed; retained messages and sessions are kept in memory and the write is retried",
 				"rows", len(batch), "retry_every", retryEvery, "error", err)
@@ -235,6 +239,7 @@ func (s *store) flush() {
 	if s.failed > 0 {
 		s.log.Info("broker store: write recovered", "failed_attempts", s.failed)
 		s.failed = 0
+		s.lastErr.Store(nil)
 	}
 }
 
@@ -329,4 +334,12 @@ func (s *store) Stop() error {
 	close(s.done)
 	s.wg.Wait()
 	return s.db.Close()
+}
+
+// failure returns the error the writer is retrying, or "".
+func (s *store) failure() string {
+	if e := s.lastErr.Load(); e != nil {
+		return *e
+	}
+	return ""
 }

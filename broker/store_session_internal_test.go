@@ -144,7 +144,7 @@ func TestEndedSessionLeavesNoInflightRow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			b, secret := startStoreBroker(t, dir, slog.New(slog.DiscardHandler))
-			const id, topic = "watcher", "chorus/v1/pi-1/bus/hello"
+			const id, topic = "operator:alice/watcher", "chorus/v1/pi-1/bus/hello"
 			late := &deliverWhileClearing{b: b, client: id, topic: topic}
 			if err := b.srv.AddHook(late, nil); err != nil {
 				t.Fatal(err)

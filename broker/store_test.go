@@ -29,19 +29,19 @@ func TestInflightSurvivesRestart(t *testing.T) {
 	b := brokertest.Start(t, broker.Config{DataDir: dir}, dev.Account, op)
 	addr := b.Addr()
 
-	sess := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1-agent", Expiry: 3600})
+	sess := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1", Expiry: 3600})
 	sess.Sub(t, "chorus/v1/pi-1/bus/+")
 	sess.Close()
 	opc := brokertest.MustConnect(t, addr, "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "op"})
 	opc.Pub(t, "chorus/v1/pi-1/bus/hello", []byte(`{"type":"hello"}`), false)
 	opc.Close()
 	b.Close()
-	if got := withPrefix(broker.StoredKeys(t, dir), "IFM_pi-1-agent:"); len(got) != 1 {
-		t.Fatalf("stored in-flight rows of pi-1-agent = %q, want one", got)
+	if got := withPrefix(broker.StoredKeys(t, dir), "IFM_pi-1:"); len(got) != 1 {
+		t.Fatalf("stored in-flight rows of pi-1 = %q, want one", got)
 	}
 
 	b2 := brokertest.Start(t, broker.Config{DataDir: dir, MQTTListen: addr}, dev.Account, op)
-	again := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1-agent", Expiry: 3600})
+	again := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1", Expiry: 3600})
 	if !again.Connack.SessionPresent {
 		t.Fatal("session not present after restart")
 	}
@@ -49,7 +49,7 @@ func TestInflightSurvivesRestart(t *testing.T) {
 		t.Fatalf("payload = %q", m.Payload)
 	}
 	// paho sends the PUBACK after its handler returns; wait until mochi has it.
-	waitFor(t, wait, func() bool { return b2.Inflight("pi-1-agent") == 0 })
+	waitFor(t, wait, func() bool { return b2.Inflight("pi-1") == 0 })
 	again.Close()
 	b2.Close()
 	if got := withPrefix(broker.StoredKeys(t, dir), "IFM_"); len(got) != 0 {
@@ -68,11 +68,11 @@ func TestCleanSessionNotStored(t *testing.T) {
 	b := brokertest.Start(t, broker.Config{DataDir: dir}, dev.Account, op)
 	addr := b.Addr()
 
-	keep := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "keep", Expiry: 3600})
+	keep := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/keep", Expiry: 3600})
 	keep.Sub(t, "chorus/v1/pi-1/bus/+")
-	flip := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "flip", Expiry: 3600})
+	flip := brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/flip", Expiry: 3600})
 	flip.Close()
-	flip = brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "flip", CleanStart: true})
+	flip = brokertest.MustConnect(t, addr, "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/flip", CleanStart: true})
 	watch := brokertest.MustConnect(t, addr, "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "watch"})
 	watch.Sub(t, "chorus/v1/pi-1/bus/+")
 	pub := brokertest.MustConnect(t, addr, "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "pub"})
@@ -86,12 +86,12 @@ func TestCleanSessionNotStored(t *testing.T) {
 	b.Close()
 
 	keys := broker.StoredKeys(t, dir)
-	for _, want := range []string{"CL_keep", "SUB_keep:chorus/v1/pi-1/bus/+"} {
+	for _, want := range []string{"CL_pi-1/keep", "SUB_pi-1/keep:chorus/v1/pi-1/bus/+"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("%s not stored; keys %q", want, keys)
 		}
 	}
-	for _, id := range []string{"flip", "watch", "pub"} {
+	for _, id := range []string{"pi-1/flip", "operator:alice/watch", "operator:alice/pub"} {
 		for _, k := range keys {
 			if strings.HasPrefix(k, "CL_"+id) || strings.HasPrefix(k, "SUB_"+id+":") || strings.HasPrefix(k, "IFM_"+id+":") {
 				t.Errorf("clean session %s stored %s", id, k)

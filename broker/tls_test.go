@@ -56,7 +56,7 @@ func TestTLSListener(t *testing.T) {
 	c := paho.NewClient(paho.ClientConfig{Conn: conn})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ca, err := c.Connect(ctx, &paho.Connect{ClientID: "tls", CleanStart: true, KeepAlive: 30,
+	ca, err := c.Connect(ctx, &paho.Connect{ClientID: "pi-1", CleanStart: true, KeepAlive: 30,
 		Username: "pi-1", UsernameFlag: true, Password: []byte(dev.Secret), PasswordFlag: true})
 	if err != nil || ca.ReasonCode != 0 {
 		t.Fatalf("connect over TLS: %v %+v", err, ca)
@@ -64,7 +64,7 @@ func TestTLSListener(t *testing.T) {
 	_ = c.Disconnect(&paho.Disconnect{})
 
 	// A plain-text client gets nowhere.
-	if _, err := brokertest.Connect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "plain"}); err == nil {
+	if _, err := brokertest.Connect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/plain"}); err == nil {
 		t.Fatal("plain MQTT connected to a TLS listener")
 	}
 }

@@ -42,6 +42,14 @@ func Start(t testing.TB, cfg broker.Config, accounts ...broker.Account) *broker.
 	return b
 }
 
+// Unlimited returns a Config with the per-account rate and connection
+// limits off, for tests about something else that connect an account many
+// times or publish fast.
+func Unlimited() broker.Config {
+	off := broker.RoleLimits{Connections: -1, PublishRate: -1}
+	return broker.Config{Device: off, Skill: off, Integration: off, Operator: off}
+}
+
 // Logger returns a logger to stderr when CHORUS_TEST_LOG is set, else a discarding one.
 func Logger() *slog.Logger {
 	if os.Getenv("CHORUS_TEST_LOG") != "" {
