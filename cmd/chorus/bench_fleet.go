@@ -19,6 +19,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokerbench"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/agentbench"
+	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/fleetbench"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
@@ -181,7 +182,7 @@ func (a *app) benchFleetInProcess(ctx context.Context, f benchFleetFlags, dir st
 		}
 	}
 	err = a.runFleetScenario(ctx, f, rep, dir, client, g.broker.Addr(), g.up.HTTPURL, creds,
-		fleetclient.Target{Kind: fleetclient.TargetAll}, phase)
+		fleet.Target{Kind: fleet.TargetAll}, phase)
 	a.fillGateway(rep, f, dir)
 	return err
 }
@@ -247,7 +248,7 @@ func seedStore(ctx context.Context, path string, ids []string) ([]fleetbench.Cre
 
 // runFleetScenario connects the simulated devices and runs both rollouts.
 func (a *app) runFleetScenario(ctx context.Context, f benchFleetFlags, rep *fleetReport, dir string, client *fleetclient.Client,
-	mqttAddr, serverURL string, creds []fleetbench.Credential, target fleetclient.Target, phase func(string)) error {
+	mqttAddr, serverURL string, creds []fleetbench.Credential, target fleet.Target, phase func(string)) error {
 	spec := fleetbench.Spec{MQTTAddr: mqttAddr, ServerURL: serverURL, Devices: creds, LocalSkills: f.skills, Workers: f.workers}
 	t0 := time.Now()
 	sim, child, err := a.startSim(ctx, f, spec)
@@ -294,9 +295,9 @@ func (a *app) runFleetScenario(ctx context.Context, f benchFleetFlags, rep *flee
 	if err != nil {
 		return fmt.Errorf("publish the bench skill: %w", err)
 	}
-	for _, action := range []string{fleetclient.ActionInstall, fleetclient.ActionUninstall} {
+	for _, action := range []fleet.RolloutAction{fleet.RolloutInstall, fleet.RolloutUninstall} {
 		r := sc.Rollout(ctx, action)
-		if action == fleetclient.ActionInstall {
+		if action == fleet.RolloutInstall {
 			r.ArtifactSize = sv.Size
 		}
 		rep.Phases = append(rep.Phases, r)
@@ -386,7 +387,7 @@ func (a *app) benchFleetRemote(ctx context.Context, f benchFleetFlags, dir strin
 	rep.Enrol["api_enrolled"] = float64(len(ids))
 	rep.Enrol["api_ms_per_device"] = ms(time.Since(t0)) / float64(len(ids))
 	rep.Notes = append(rep.Notes, "broker counters, gateway CPU and RSS are not visible from outside the gateway; read them on its host")
-	return a.runFleetScenario(ctx, f, rep, dir, client, t.Addr, f.server, creds, fleetclient.Target{Kind: fleetclient.TargetTag, Value: run}, nil)
+	return a.runFleetScenario(ctx, f, rep, dir, client, t.Addr, f.server, creds, fleet.Target{Kind: fleet.TargetTag, Value: run}, nil)
 }
 
 func (a *app) printFleet(rep *fleetReport, jsonOut bool) error {

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/configs"
-	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // fakeGateway is a minimal in-memory implementation of docs/api.md, enough
@@ -28,14 +29,14 @@ type fakeGateway struct {
 
 	mu           sync.Mutex
 	reqs         []fakeReq
-	devices      []fleetclient.Device
-	integrations []fleetclient.Integration
-	operators    []fleetclient.Operator
-	skills       []fleetclient.SkillVersion
-	rollouts     []fleetclient.Rollout
+	devices      []api.Device
+	integrations []fleet.Integration
+	operators    []fleet.Operator
+	skills       []fleet.SkillVersion
+	rollouts     []api.Rollout
 	// script is what successive GET /v1/rollouts/{id} answer for a rollout
 	// created here; the last one repeats.
-	script     []fleetclient.RolloutDetail
+	script     []api.RolloutDetail
 	scriptNext int
 }
 
@@ -57,23 +58,23 @@ var fakeTime = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 func newFakeGateway(t *testing.T) *fakeGateway {
 	t.Helper()
 	g := &fakeGateway{token: "tok-123"}
-	g.devices = []fleetclient.Device{
+	g.devices = []api.Device{
 		{ID: "kitchen", Tags: []string{"home"}, Online: true, LastSeen: fakeTime, AgentVersion: "0.1.0",
 			Connectivity: json.RawMessage(`{"network":true,"internet":false,"gui":true}`),
 			SkillsLoaded: 2, SkillsDesired: 3, AppliedVersion: 4, DesiredVersion: 5, Drift: true, CreatedAt: fakeTime},
 		{ID: "hall", Tags: []string{"home", "quiet"}, CreatedAt: fakeTime},
 	}
-	g.skills = []fleetclient.SkillVersion{
+	g.skills = []fleet.SkillVersion{
 		{SkillID: "hello.chorus", Version: "1.0.0", SHA256: strings.Repeat("a", 64), Size: 417, Title: "hello.chorus",
 			Description: "Answers hello", Requirements: []string{}, PublishedAt: fakeTime},
 		{SkillID: "weather.chorus", Version: "2.1.0", SHA256: strings.Repeat("b", 64), Size: 900, Title: "weather.chorus",
 			Description: "Tells the weather", Requirements: []string{"internet"}, PublishedAt: fakeTime},
 	}
-	g.integrations = []fleetclient.Integration{{Name: "ha", Allow: []string{"speak"}}}
-	g.operators = []fleetclient.Operator{{Name: "ops"}}
-	g.rollouts = []fleetclient.Rollout{{ID: 7, SkillID: "hello.chorus", Version: "1.0.0", Action: "install",
-		Targets: []fleetclient.Target{{Kind: "tag", Value: "home"}}, State: "in_progress",
-		Counts: fleetclient.Counts{Succeeded: 1, InProgress: 1}, CreatedAt: fakeTime, UpdatedAt: fakeTime}}
+	g.integrations = []fleet.Integration{{Name: "ha", Allow: []string{"speak"}}}
+	g.operators = []fleet.Operator{{Name: "ops"}}
+	g.rollouts = []api.Rollout{{ID: 7, SkillID: "hello.chorus", Version: "1.0.0", Action: "install",
+		Targets: []fleet.Target{{Kind: "tag", Value: "home"}}, State: "in_progress",
+		Counts: api.Counts{Succeeded: 1, InProgress: 1}, CreatedAt: fakeTime, UpdatedAt: fakeTime}}
 	g.srv = httptest.NewServer(g.routes())
 	t.Cleanup(g.srv.Close)
 	return g
@@ -102,11 +103,11 @@ func (g *fakeGateway) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/devices", g.listDevices)
 	mux.HandleFunc("POST /v1/devices", g.addDevice)
-	mux.HandleFunc("GET /v1/devices/{id}", g.withDevice(func(w http.ResponseWriter, _ *http.Request, d *fleetclient.Device) {
+	mux.HandleFunc("GET /v1/devices/{id}", g.withDevice(func(w http.ResponseWriter, _ *http.Request, d *api.Device) {
 		fakeReply(w, 200, map[string]any{"device": d})
 	}))
 	mux.HandleFunc("DELETE /v1/devices/{id}", g.removeDevice)
-	mux.HandleFunc("PUT /v1/devices/{id}/tags", g.withDevice(func(w http.ResponseWriter, r *http.Request, d *fleetclient.Device) {
+	mux.HandleFunc("PUT /v1/devices/{id}/tags", g.withDevice(func(w http.ResponseWriter, r *http.Request, d *api.Device) {
 		var body struct{ Tags []string }
 		if !fakeDecode(w, r, &body) {
 			return
@@ -114,16 +115,16 @@ func (g *fakeGateway) routes() http.Handler {
 		d.Tags = body.Tags
 		fakeReply(w, 200, map[string]any{"device": d})
 	}))
-	mux.HandleFunc("POST /v1/devices/{id}/rotate", g.withDevice(func(w http.ResponseWriter, _ *http.Request, d *fleetclient.Device) {
-		fakeReply(w, 200, fleetclient.Enrolled{Device: *d, Credentials: g.creds(d.ID, "rotated")})
+	mux.HandleFunc("POST /v1/devices/{id}/rotate", g.withDevice(func(w http.ResponseWriter, _ *http.Request, d *api.Device) {
+		fakeReply(w, 200, api.Enrolled{Device: *d, Credentials: g.creds(d.ID, "rotated")})
 	}))
 	mux.HandleFunc("GET /v1/integrations", func(w http.ResponseWriter, _ *http.Request) {
 		fakeReply(w, 200, map[string]any{"integrations": g.integrations})
 	})
 	mux.HandleFunc("POST /v1/integrations", func(w http.ResponseWriter, r *http.Request) {
-		var in fleetclient.Integration
+		var in fleet.Integration
 		if fakeDecode(w, r, &in) {
-			fakeReply(w, 201, fleetclient.IntegrationAdded{Integration: in, Credentials: fleetclient.Credentials{Username: "integration:" + in.Name, Password: "pw-" + in.Name}})
+			fakeReply(w, 201, api.IntegrationAdded{Integration: in, Credentials: configs.Credential{Username: "integration:" + in.Name, Password: "pw-" + in.Name}})
 		}
 	})
 	mux.HandleFunc("DELETE /v1/integrations/{name}", g.noContent)
@@ -131,16 +132,16 @@ func (g *fakeGateway) routes() http.Handler {
 		fakeReply(w, 200, map[string]any{"operators": g.operators})
 	})
 	mux.HandleFunc("POST /v1/operators", func(w http.ResponseWriter, r *http.Request) {
-		var in fleetclient.Operator
+		var in fleet.Operator
 		if fakeDecode(w, r, &in) {
-			fakeReply(w, 201, fleetclient.OperatorAdded{Operator: in, Credentials: fleetclient.Credentials{Username: "operator:" + in.Name, Password: "pw-" + in.Name}})
+			fakeReply(w, 201, api.OperatorAdded{Operator: in, Credentials: configs.Credential{Username: "operator:" + in.Name, Password: "pw-" + in.Name}})
 		}
 	})
 	mux.HandleFunc("DELETE /v1/operators/{name}", g.noContent)
 	g.skillRoutes(mux)
 	g.rolloutRoutes(mux)
 	mux.HandleFunc("GET /v1/audit", func(w http.ResponseWriter, _ *http.Request) {
-		fakeReply(w, 200, map[string]any{"entries": []fleetclient.AuditEntry{
+		fakeReply(w, 200, map[string]any{"entries": []fleet.AuditEntry{
 			{ID: 1, At: fakeTime, Actor: "operator:admin", Action: "device.add", Subject: "device/kitchen", Detail: json.RawMessage(`{"tags": ["home"]}`)},
 		}})
 	})
@@ -197,7 +198,7 @@ func (g *fakeGateway) creds(id, secret string) configs.AgentCredentials {
 }
 
 func (g *fakeGateway) listDevices(w http.ResponseWriter, r *http.Request) {
-	out := []fleetclient.Device{}
+	out := []api.Device{}
 	for _, d := range g.devices {
 		if tag := r.URL.Query().Get("tag"); tag == "" || slices.Contains(d.Tags, tag) {
 			out = append(out, d)
@@ -222,12 +223,12 @@ func (g *fakeGateway) addDevice(w http.ResponseWriter, r *http.Request) {
 		fakeAPIError(w, 409, "conflict", fmt.Sprintf("device %s already exists", in.ID))
 		return
 	}
-	d := fleetclient.Device{ID: in.ID, Tags: in.Tags, CreatedAt: fakeTime}
+	d := api.Device{ID: in.ID, Tags: in.Tags, CreatedAt: fakeTime}
 	g.devices = append(g.devices, d)
-	fakeReply(w, 201, fleetclient.Enrolled{Device: d, Credentials: g.creds(d.ID, "secret")})
+	fakeReply(w, 201, api.Enrolled{Device: d, Credentials: g.creds(d.ID, "secret")})
 }
 
-func (g *fakeGateway) device(id string) *fleetclient.Device {
+func (g *fakeGateway) device(id string) *api.Device {
 	for i := range g.devices {
 		if g.devices[i].ID == id {
 			return &g.devices[i]
@@ -236,7 +237,7 @@ func (g *fakeGateway) device(id string) *fleetclient.Device {
 	return nil
 }
 
-func (g *fakeGateway) withDevice(h func(http.ResponseWriter, *http.Request, *fleetclient.Device)) http.HandlerFunc {
+func (g *fakeGateway) withDevice(h func(http.ResponseWriter, *http.Request, *api.Device)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		d := g.device(r.PathValue("id"))
 		if d == nil {
@@ -253,7 +254,7 @@ func (g *fakeGateway) removeDevice(w http.ResponseWriter, r *http.Request) {
 		fakeAPIError(w, 404, "not_found", fmt.Sprintf("device %s not found", id))
 		return
 	}
-	g.devices = slices.DeleteFunc(g.devices, func(d fleetclient.Device) bool { return d.ID == id })
+	g.devices = slices.DeleteFunc(g.devices, func(d api.Device) bool { return d.ID == id })
 	w.WriteHeader(204)
 }
 
@@ -265,7 +266,7 @@ func (g *fakeGateway) skillRoutes(mux *http.ServeMux) {
 			return
 		}
 		sum := sha256.Sum256(body)
-		sv := fleetclient.SkillVersion{SkillID: "hello.chorus", Version: "1.0.0", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), PublishedAt: fakeTime}
+		sv := fleet.SkillVersion{SkillID: "hello.chorus", Version: "1.0.0", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), PublishedAt: fakeTime}
 		fakeReply(w, 201, map[string]any{"skill": sv})
 	})
 	mux.HandleFunc("GET /v1/skills", func(w http.ResponseWriter, _ *http.Request) {
@@ -274,14 +275,14 @@ func (g *fakeGateway) skillRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/skills/{id}", func(w http.ResponseWriter, r *http.Request) {
 		for _, s := range g.skills {
 			if s.SkillID == r.PathValue("id") {
-				fakeReply(w, 200, fleetclient.SkillDetail{Skill: s, Versions: []fleetclient.SkillVersion{s}})
+				fakeReply(w, 200, api.SkillDetail{Skill: s, Versions: []fleet.SkillVersion{s}})
 				return
 			}
 		}
 		fakeAPIError(w, 404, "not_found", fmt.Sprintf("skill %s not found", r.PathValue("id")))
 	})
 	mux.HandleFunc("GET /v1/skills/search", func(w http.ResponseWriter, _ *http.Request) {
-		fakeReply(w, 200, map[string]any{"results": []fleetclient.SearchResult{{Skill: g.skills[1], Score: 1.5}}})
+		fakeReply(w, 200, map[string]any{"results": []api.SearchResult{{Skill: g.skills[1], Score: 1.5}}})
 	})
 	// resolve: an id, or a one-word name that is an id's first label; else
 	// the suggestion of docs/api.md.
@@ -301,8 +302,8 @@ func (g *fakeGateway) skillRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("PUT /v1/skills/{id}/config", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
-			Target   fleetclient.Target `json:"target"`
-			Settings json.RawMessage    `json:"settings"`
+			Target   fleet.Target    `json:"target"`
+			Settings json.RawMessage `json:"settings"`
 		}
 		if fakeDecode(w, r, &in) {
 			fakeReply(w, 200, map[string]any{"assignment": map[string]any{"id": 3, "skill_id": r.PathValue("id"), "target": in.Target, "settings": in.Settings}})
@@ -312,11 +313,11 @@ func (g *fakeGateway) skillRoutes(mux *http.ServeMux) {
 
 func (g *fakeGateway) rolloutRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/rollouts", func(w http.ResponseWriter, r *http.Request) {
-		var in fleetclient.RolloutRequest
+		var in api.RolloutRequest
 		if !fakeDecode(w, r, &in) {
 			return
 		}
-		ro := fleetclient.Rollout{ID: int64(len(g.rollouts) + 1), SkillID: in.SkillID, Version: in.Version, Action: in.Action,
+		ro := api.Rollout{ID: int64(len(g.rollouts) + 1), SkillID: in.SkillID, Version: in.Version, Action: in.Action,
 			Targets: in.Targets, Strategy: in.Strategy, State: "queued", CreatedAt: fakeTime, UpdatedAt: fakeTime}
 		g.rollouts = append(g.rollouts, ro)
 		fakeReply(w, 201, map[string]any{"rollout": ro})
@@ -333,7 +334,7 @@ func (g *fakeGateway) rolloutRoutes(mux *http.ServeMux) {
 		}
 		for _, ro := range g.rollouts {
 			if fmt.Sprint(ro.ID) == r.PathValue("id") {
-				fakeReply(w, 200, fleetclient.RolloutDetail{Rollout: ro, Executions: []fleetclient.Execution{
+				fakeReply(w, 200, api.RolloutDetail{Rollout: ro, Executions: []api.Execution{
 					{RolloutID: ro.ID, DeviceID: "kitchen", State: "succeeded", Attempts: 1, StartedAt: fakeTime, FinishedAt: fakeTime},
 					{RolloutID: ro.ID, DeviceID: "hall", State: "in_progress", Attempts: 1, StartedAt: fakeTime},
 				}})
@@ -342,7 +343,7 @@ func (g *fakeGateway) rolloutRoutes(mux *http.ServeMux) {
 		}
 		fakeAPIError(w, 404, "not_found", fmt.Sprintf("rollout %s not found", r.PathValue("id")))
 	})
-	for action, state := range map[string]string{"pause": "paused", "resume": "in_progress", "abort": "aborted"} {
+	for action, state := range map[string]fleet.RolloutState{"pause": "paused", "resume": "in_progress", "abort": "aborted"} {
 		mux.HandleFunc("POST /v1/rollouts/{id}/"+action, func(w http.ResponseWriter, r *http.Request) {
 			ro := g.rollouts[0]
 			if fmt.Sprint(ro.ID) != r.PathValue("id") {

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/configs"
-	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 )
 
@@ -292,7 +293,7 @@ func TestFleetOutputJSON(t *testing.T) {
 		check func(t *testing.T, out []byte)
 	}{
 		{name: "device list", args: []string{"device", "list", "--output", "json"}, check: func(t *testing.T, out []byte) {
-			var v struct{ Devices []fleetclient.Device }
+			var v struct{ Devices []api.Device }
 			if err := json.Unmarshal(out, &v); err != nil || len(v.Devices) != 2 || v.Devices[0].ID != "kitchen" || !v.Devices[0].Drift {
 				t.Errorf("devices = %+v (%v)", v.Devices, err)
 			}
@@ -306,25 +307,25 @@ func TestFleetOutputJSON(t *testing.T) {
 			}
 		}},
 		{name: "rollout show", args: []string{"rollout", "show", "7", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var d fleetclient.RolloutDetail
+			var d api.RolloutDetail
 			if err := json.Unmarshal(out, &d); err != nil || d.Rollout.ID != 7 || len(d.Executions) != 2 || d.Executions[1].DeviceID != "hall" {
 				t.Errorf("detail = %+v (%v)", d, err)
 			}
 		}},
 		{name: "skill search", args: []string{"skill", "search", "weather", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var v struct{ Results []fleetclient.SearchResult }
+			var v struct{ Results []api.SearchResult }
 			if err := json.Unmarshal(out, &v); err != nil || len(v.Results) != 1 || v.Results[0].Skill.SkillID != "weather.chorus" || v.Results[0].Score != 1.5 {
 				t.Errorf("results = %+v (%v)", v.Results, err)
 			}
 		}},
 		{name: "audit", args: []string{"audit", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var v struct{ Entries []fleetclient.AuditEntry }
+			var v struct{ Entries []fleet.AuditEntry }
 			if err := json.Unmarshal(out, &v); err != nil || len(v.Entries) != 1 || v.Entries[0].Action != "device.add" {
 				t.Errorf("entries = %+v (%v)", v.Entries, err)
 			}
 		}},
 		{name: "device add", args: []string{"device", "add", "pi-1", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var v fleetclient.Enrolled
+			var v api.Enrolled
 			if err := json.Unmarshal(out, &v); err != nil || v.Device.ID != "pi-1" || v.Credentials.Password != "secret-pi-1" {
 				t.Errorf("enrolled = %+v (%v)", v, err)
 			}
@@ -489,25 +490,25 @@ func TestFleetInstallUnresolved(t *testing.T) {
 // succeeded, with the progress on stderr.
 func TestFleetWait(t *testing.T) {
 	t.Parallel()
-	step := func(state string, n fleetclient.Counts, execs ...fleetclient.Execution) fleetclient.RolloutDetail {
-		return fleetclient.RolloutDetail{Rollout: fleetclient.Rollout{ID: 2, SkillID: "weather.chorus", Action: "install", State: state, Counts: n}, Executions: execs}
+	step := func(state fleet.RolloutState, n api.Counts, execs ...api.Execution) api.RolloutDetail {
+		return api.RolloutDetail{Rollout: api.Rollout{ID: 2, SkillID: "weather.chorus", Action: "install", State: state, Counts: n}, Executions: execs}
 	}
-	succeeded := []fleetclient.RolloutDetail{
-		step("queued", fleetclient.Counts{Queued: 3}),
-		step("in_progress", fleetclient.Counts{Succeeded: 1, InProgress: 1, Queued: 1}),
-		step("in_progress", fleetclient.Counts{Succeeded: 2, InProgress: 1}),
-		step("succeeded", fleetclient.Counts{Succeeded: 3}),
+	succeeded := []api.RolloutDetail{
+		step("queued", api.Counts{Queued: 3}),
+		step("in_progress", api.Counts{Succeeded: 1, InProgress: 1, Queued: 1}),
+		step("in_progress", api.Counts{Succeeded: 2, InProgress: 1}),
+		step("succeeded", api.Counts{Succeeded: 3}),
 	}
-	failedEnd := step("failed", fleetclient.Counts{Succeeded: 1, Failed: 1, TimedOut: 1},
-		fleetclient.Execution{DeviceID: "kitchen", State: "succeeded"},
-		fleetclient.Execution{DeviceID: "hall", State: "failed", Reason: "sha256 mismatch"},
-		fleetclient.Execution{DeviceID: "porch", State: "timed_out"})
+	failedEnd := step("failed", api.Counts{Succeeded: 1, Failed: 1, TimedOut: 1},
+		api.Execution{DeviceID: "kitchen", State: "succeeded"},
+		api.Execution{DeviceID: "hall", State: "failed", Reason: "sha256 mismatch"},
+		api.Execution{DeviceID: "porch", State: "timed_out"})
 	failedEnd.Rollout.Reason = "failure threshold 20% reached"
-	failed := []fleetclient.RolloutDetail{step("in_progress", fleetclient.Counts{InProgress: 3}), failedEnd}
+	failed := []api.RolloutDetail{step("in_progress", api.Counts{InProgress: 3}), failedEnd}
 	tests := []struct {
 		name       string
 		args       []string
-		script     []fleetclient.RolloutDetail
+		script     []api.RolloutDetail
 		wantCode   int
 		wantStderr []string
 		wantStdout string

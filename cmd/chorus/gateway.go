@@ -194,7 +194,7 @@ func (g *gatewayRun) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
 	g.http, err = httpapi.Start(httpapi.Config{
 		Listener: ln, TLS: tlsCfg, Version: ver, Logger: g.a.log.With("component", "http"),
 		Fleet: g.httpFleet(), Token: g.token, VerifyDevice: g.fleet.VerifyDevice, Metrics: g.fleet.Metrics(),
-		Health: g.health,
+		MQTT: g.health,
 	})
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/external"
 	"github.com/chorus-edge/chorus/fleet/localauth"
@@ -144,12 +145,12 @@ func (g *gatewayRun) publish(m broker.Message) error {
 	return g.broker.Publish(m)
 }
 
-func (g *gatewayRun) health() map[string]any {
+func (g *gatewayRun) health() *api.MQTTHealth {
 	if g.ext != nil {
-		return map[string]any{"mqtt": map[string]any{"broker": "external", "url": g.ext.flags.url}}
+		return &api.MQTTHealth{Broker: "external", URL: g.ext.flags.url}
 	}
 	s := g.broker.Stats()
-	return map[string]any{"mqtt": map[string]any{"clients": s.ClientsConnected, "retained": s.Retained}}
+	return &api.MQTTHealth{Clients: &s.ClientsConnected, Retained: &s.Retained}
 }
 
 // closeSync stops the live dynamic-security sync, before the controller:

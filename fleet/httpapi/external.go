@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // MosquittoExporter is a Fleet that can render its auth table as a
@@ -53,7 +54,7 @@ func (s *Server) exportMosquitto(w http.ResponseWriter, r *http.Request) {
 	if skipped == nil {
 		skipped = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"password_file": string(pw), "acl_file": string(acl), "skipped": skipped})
+	writeJSON(w, http.StatusOK, api.MosquittoExport{PasswordFile: string(pw), ACLFile: string(acl), Skipped: skipped})
 }
 
 // exportDynSec answers {"dynamic_security": <the plugin's file>, "skipped": [...]}.
@@ -71,7 +72,7 @@ func (s *Server) exportDynSec(w http.ResponseWriter, r *http.Request) {
 	if skipped == nil {
 		skipped = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"dynamic_security": json.RawMessage(file), "skipped": skipped})
+	writeJSON(w, http.StatusOK, api.MosquittoDynSec{DynamicSecurity: file, Skipped: skipped})
 }
 
 // brokerAuth checks the shared secret and hands the decoded body to h.
@@ -84,7 +85,7 @@ func (s *Server) brokerAuth(h func(BrokerAuth, map[string]json.RawMessage) any) 
 		}
 		got := r.Header.Get(EMQXSecretHeader)
 		if subtle.ConstantTimeCompare([]byte(got), []byte(ba.BrokerAuthSecret())) != 1 {
-			writeCode(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong "+EMQXSecretHeader)
+			writeCode(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong "+EMQXSecretHeader)
 			return
 		}
 		// EMQX sends what its body template names: unknown fields are
@@ -117,7 +118,7 @@ func result(allow bool) string {
 // {"result":"allow"|"deny","is_superuser":bool}.
 func (s *Server) emqxAuthn(ba BrokerAuth, body map[string]json.RawMessage) any {
 	ok, super := ba.BrokerAuthenticate(field(body, "username"), field(body, "password"))
-	return map[string]any{"result": result(ok), "is_superuser": super}
+	return api.EMQXAuthnResult{Result: result(ok), IsSuperuser: super}
 }
 
 // emqxAuthz answers {"username","topic","action"[,"retain"]} with
@@ -129,5 +130,5 @@ func (s *Server) emqxAuthz(ba BrokerAuth, body map[string]json.RawMessage) any {
 		retain = r == "true" || r == "1"
 	}
 	ok := ba.BrokerAuthorize(field(body, "username"), field(body, "topic"), field(body, "action"), retain)
-	return map[string]any{"result": result(ok)}
+	return api.EMQXAuthzResult{Result: result(ok)}
 }
