@@ -33,6 +33,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
+	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
 // faultDeadline bounds every wait of these tests.
@@ -141,20 +142,26 @@ func (f *faultFleet) createRollout(args ...string) int64 {
 	return out.Rollout.ID
 }
 
-// waitRollout polls the rollout until cond holds.
+// waitRollout follows the rollout through the gateway's API until cond
+// holds (fleetclient.WaitRollout, the follower `chorus fleet --wait` uses).
+// A gateway that is restarted meanwhile is waited for.
 func (f *faultFleet) waitRollout(id int64, what string, cond func(api.RolloutDetail) bool) api.RolloutDetail {
 	f.t.Helper()
-	deadline := time.Now().Add(faultDeadline)
-	for {
-		d := f.rollout(id)
-		if cond(d) {
-			return d
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("rollout %d: never %s; last %+v %+v", id, what, d.Rollout, d.Executions)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+	token, err := os.ReadFile(filepath.Join(f.gwData, "operator-token"))
+	if err != nil {
+		f.t.Fatal(err)
 	}
+	c, err := fleetclient.New(fleetclient.Config{BaseURL: f.up.HTTPURL, Token: strings.TrimSpace(string(token))})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), faultDeadline)
+	defer cancel()
+	d, err := c.WaitRollout(ctx, id, fleetclient.WaitOptions{Interval: 100 * time.Millisecond, Until: cond, Unreachable: faultDeadline})
+	if err != nil {
+		f.t.Fatalf("rollout %d: never %s (%v); last %+v %+v", id, what, err, d.Rollout, d.Executions)
+	}
+	return d
 }
 
 // waitDevice polls `fleet device show` until cond holds.

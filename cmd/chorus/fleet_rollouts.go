@@ -222,41 +222,18 @@ func fleetPrefixed(prefix, s string) string {
 	return prefix + s
 }
 
-// pollRollout asks for the rollout every poll until it is terminal,
+// pollRollout follows the rollout until it is terminal (fleetclient.WaitRollout),
 // printing progress when it changes. A gateway that stops answering is
 // waited for up to fleetWaitUnreachable, so a restart does not end the wait.
 func (a *app) pollRollout(ctx context.Context, c *fleetclient.Client, id int64, poll time.Duration) (api.RolloutDetail, error) {
 	p := newFleetProgress(a.stderr)
 	defer p.done()
-	var downSince time.Time
-	for {
-		d, err := c.Rollout(ctx, id)
-		var unreachable *fleetclient.UnreachableError
-		switch {
-		case errors.As(err, &unreachable) && ctx.Err() == nil:
-			if downSince.IsZero() {
-				downSince = time.Now()
-				p.show(fmt.Sprintf("rollout %d: gateway not answering, retrying", id))
-			} else if time.Since(downSince) > fleetWaitUnreachable {
-				return d, err
-			}
-		case err != nil:
-			return d, err
-		default:
-			downSince = time.Time{}
-			p.show(progressLine(d.Rollout))
-			if d.Rollout.Terminal() {
-				return d, nil
-			}
-		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return d, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return c.WaitRollout(ctx, id, fleetclient.WaitOptions{
+		Interval:      poll,
+		Progress:      func(d api.RolloutDetail) { p.show(progressLine(d.Rollout)) },
+		Unreachable:   fleetWaitUnreachable,
+		OnUnreachable: func() { p.show(fmt.Sprintf("rollout %d: gateway not answering, retrying", id)) },
+	})
 }
 
 // progressLine is "rollout 7 in_progress: 2/3 succeeded, 0 failed, 1 in progress".

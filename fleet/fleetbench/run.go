@@ -134,23 +134,14 @@ func (s *Scenario) Rollout(ctx context.Context, action fleet.RolloutAction) Phas
 	return res
 }
 
+// waitRollout follows the rollout's counts (not its executions, which grow
+// with the fleet) every 50 ms until it is terminal.
 func (s *Scenario) waitRollout(ctx context.Context, id int64, start time.Time) (time.Duration, string, any, error) {
-	for {
-		rs, err := s.Client.Rollouts(ctx, "")
-		if err != nil {
-			return time.Since(start), "", nil, err
-		}
-		for _, r := range rs {
-			if r.ID == id && r.Terminal() {
-				return time.Since(start), string(r.State), r.Counts, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return time.Since(start), "unfinished", nil, fmt.Errorf("rollout %d: %w", id, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	d, err := s.Client.WaitRollout(ctx, id, fleetclient.WaitOptions{Interval: 50 * time.Millisecond, CountsOnly: true})
+	if err != nil {
+		return time.Since(start), "unfinished", nil, err
 	}
+	return time.Since(start), string(d.Rollout.State), d.Rollout.Counts, nil
 }
 
 func (s *Scenario) showProgress(action fleet.RolloutAction, start time.Time) (stop func()) {
