@@ -147,12 +147,12 @@ func (a *app) benchFleetInProcess(ctx context.Context, f benchFleetFlags, dir st
 		cfg.Broker.MaxWritesPending = int64(f.writesPending)
 	}
 	a.progress("starting the gateway in %s (%d devices registered in %s)", dir, len(seeded), time.Since(t0).Round(time.Millisecond))
-	g, err := a.startGateway(cfg, "")
+	g, err := a.startGateway(ctx, cfg, "", nil)
 	if err != nil {
 		return err
 	}
-	defer g.close()
-	client, err := fleetclient.New(fleetclient.Config{BaseURL: g.up.HTTPURL, Token: g.token})
+	defer g.Close()
+	client, err := fleetclient.New(fleetclient.Config{BaseURL: g.Up().HTTPURL, Token: g.Token()})
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (a *app) benchFleetInProcess(ctx context.Context, f benchFleetFlags, dir st
 	}
 	rep.Broker = map[string]any{"max_client_writes_pending": cfg.Broker.MaxWritesPending, "max_inflight": cfg.Broker.MaxInflight}
 	phase := func(name string) {
-		rep.statsByPhase[name] = g.broker.Stats()
+		rep.statsByPhase[name] = g.Broker().Stats()
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		rep.rusageByPhase[name] = ru
@@ -181,7 +181,7 @@ func (a *app) benchFleetInProcess(ctx context.Context, f benchFleetFlags, dir st
 			}
 		}
 	}
-	err = a.runFleetScenario(ctx, f, rep, dir, client, g.broker.Addr(), g.up.HTTPURL, creds,
+	err = a.runFleetScenario(ctx, f, rep, dir, client, g.Broker().Addr(), g.Up().HTTPURL, creds,
 		fleet.Target{Kind: fleet.TargetAll}, phase)
 	a.fillGateway(rep, f, dir)
 	return err

@@ -41,6 +41,10 @@ type Config struct {
 	// VerifyDevice checks a device's own MQTT username and secret for
 	// artifact downloads (the controller's VerifyDevice).
 	VerifyDevice func(username, password string) bool
+	// Exports serves the Mosquitto exports; nil answers them 404.
+	Exports Exports
+	// BrokerAuth serves the EMQX-shaped auth endpoints; nil answers them 404.
+	BrokerAuth BrokerAuth
 	// Metrics is served on GET /metrics, unauthenticated (metrics.go); nil
 	// serves no /metrics.
 	Metrics prometheus.Gatherer
