@@ -149,7 +149,9 @@ func startFleetGateway(t *testing.T) *testGateway {
 	g.rollout = r.ID
 	// The engine starts it on kitchen, which is online; hall's waits.
 	_, err = g.client.WaitRollout(ctx, r.ID, fleetclient.WaitOptions{Interval: 10 * time.Millisecond,
-		Until: func(d api.RolloutDetail) bool { return d.Rollout.State == fleet.RolloutInProgress && d.Rollout.Counts.InProgress == 1 }})
+		Until: func(d api.RolloutDetail) bool {
+			return d.Rollout.State == fleet.RolloutInProgress && d.Rollout.Counts.InProgress == 1
+		}})
 	if err != nil {
 		t.Fatalf("the seeded rollout never started on kitchen: %v", err)
 	}
@@ -213,4 +215,3 @@ func decodeOut(t *testing.T, out string, v any) {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
 }
-
