@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
+	"github.com/chorus-edge/chorus/fleet/gatewayd/gatewaydtest"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 )
 
@@ -100,13 +100,7 @@ type testGateway struct {
 // startTestGateway runs a gateway on loopback with an empty fleet.
 func startTestGateway(t *testing.T) *testGateway {
 	t.Helper()
-	cfg := configs.Default()
-	cfg.DataDir, cfg.Broker.MQTTListen, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
-	m := gatewayd.New(gatewayd.Config{Config: &cfg, ValidateSkill: validateSkill, Version: "test"})
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := gatewaydtest.Start(t, gatewayd.Config{ValidateSkill: validateSkill, Version: "test"})
 	c, err := fleetclient.New(fleetclient.Config{BaseURL: m.Up().HTTPURL, Token: m.Token()})
 	if err != nil {
 		t.Fatal(err)

@@ -19,13 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
+	"github.com/chorus-edge/chorus/fleet/gatewayd/gatewaydtest"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 )
 
@@ -52,20 +52,6 @@ func (r *recorder) requests() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.seen)
-}
-
-// startGateway runs the gateway process in process (fleet/gatewayd): the
-// embedded broker, the controller over SQLite and the HTTP API, on loopback.
-func startGateway(t *testing.T) *gatewayd.Main {
-	t.Helper()
-	cfg := configs.Default()
-	cfg.DataDir, cfg.Broker.MQTTListen, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
-	g := gatewayd.New(gatewayd.Config{Config: &cfg, ValidateSkill: validateSkill, Version: "contract"})
-	if err := g.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g
 }
 
 func validateSkill(dir string) (controller.SkillInfo, error) {
@@ -138,7 +124,7 @@ func (k *contract) device(method, path, user, pass string, body any) (*http.Resp
 
 func TestContract(t *testing.T) {
 	t.Parallel()
-	g := startGateway(t)
+	g := gatewaydtest.Start(t, gatewayd.Config{ValidateSkill: validateSkill, Version: "contract"})
 	rec := &recorder{}
 	base := g.Up().HTTPURL
 	c, err := fleetclient.New(fleetclient.Config{BaseURL: base, Token: g.Token(), HTTPClient: &http.Client{Transport: rec, Timeout: 30 * time.Second}})

@@ -11,19 +11,14 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
+	"github.com/chorus-edge/chorus/fleet/gatewayd/gatewaydtest"
 )
-
-func loopback(t *testing.T) configs.Config {
-	cfg := configs.Default()
-	cfg.DataDir, cfg.Broker.MQTTListen, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
-	return cfg
-}
 
 // A gateway runs in process, writes up.json and answers its API with the
 // token it made; Close is idempotent.
 func TestMainRunClose(t *testing.T) {
-	cfg := loopback(t)
-	m := gatewayd.New(gatewayd.Config{Config: &cfg, LocalDevice: "pi-local", Version: "test"})
+	cfg := gatewaydtest.Loopback(t)
+	m := gatewayd.New(gatewayd.Config{Config: cfg, LocalDevice: "pi-local", Version: "test"})
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +59,9 @@ func TestMainRunFailsClean(t *testing.T) {
 	}
 	mqtt := free.Addr().String()
 	free.Close()
-	cfg := loopback(t)
+	cfg := gatewaydtest.Loopback(t)
 	cfg.Broker.MQTTListen, cfg.HTTP.Listen = mqtt, taken.Addr().String()
-	m := gatewayd.New(gatewayd.Config{Config: &cfg})
+	m := gatewayd.New(gatewayd.Config{Config: cfg})
 	if err := m.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen http") {
 		t.Fatalf("Run = %v, want the HTTP listener's error", err)
 	}
