@@ -62,3 +62,13 @@ type CredentialService interface {
 	ListOperators(ctx context.Context) ([]*Operator, error)
 	DeleteOperator(ctx context.Context, name string) error
 }
+
+// ExportHash is the Mosquitto password-file hash of one account's secret,
+// recorded when the secret was created (fleet/external, fleet/mosquittoexport):
+// the plaintext is known only then. An entry counts only while SecretHash is
+// still the account's.
+type ExportHash struct {
+	Username   string
+	SecretHash string // the account's SecretHash the entry belongs to
+	Mosquitto  string // $7$<iterations>$<salt>$<hash>
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -35,3 +36,5 @@ func (a *app) printJSON(v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -30,7 +30,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
-	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/gateway/bridge"
 	"github.com/chorus-edge/chorus/gateway/envelope"
 )
@@ -668,7 +668,7 @@ func testRouteCLI(t *testing.T, h *bridgeHome) {
 		}
 	}
 	before := mustChorus(t, h.work, "fleet", "route", "list", "-o", "json")
-	var got struct{ Routes []fleetclient.Route }
+	var got struct{ Routes []fleet.Route }
 	if err := json.Unmarshal([]byte(before), &got); err != nil || len(got.Routes) != 2 ||
 		got.Routes[0].Satellite != "pi-kitchen" || got.Routes[1].Satellite != "pi-office" || got.Routes[0].Hub != "hub" {
 		t.Fatalf("route list -o json: %v\n%s", err, before)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
-	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
@@ -60,7 +60,7 @@ func TestMosquittoDynsecLiveE2E(t *testing.T) {
 	mq.WaitLogin(t, skillUser, skillPass, true)
 
 	out = mustChorus(t, work, fleetArgs("fleet", "integration", "add", "ha", "--allow", "speak", "-o", "json")...)
-	var ia fleetclient.IntegrationAdded
+	var ia api.IntegrationAdded
 	if err := json.Unmarshal([]byte(out), &ia); err != nil {
 		t.Fatalf("integration add output %q: %v", out, err)
 	}

@@ -31,6 +31,8 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -122,9 +124,9 @@ func (f *faultFleet) fleetJSON(v any, args ...string) {
 	}
 }
 
-func (f *faultFleet) rollout(id int64) fleetclient.RolloutDetail {
+func (f *faultFleet) rollout(id int64) api.RolloutDetail {
 	f.t.Helper()
-	var d fleetclient.RolloutDetail
+	var d api.RolloutDetail
 	f.fleetJSON(&d, "rollout", "show", strconv.FormatInt(id, 10))
 	return d
 }
@@ -132,7 +134,7 @@ func (f *faultFleet) rollout(id int64) fleetclient.RolloutDetail {
 // createRollout creates an install rollout without waiting for it.
 func (f *faultFleet) createRollout(args ...string) int64 {
 	f.t.Helper()
-	var out struct{ Rollout fleetclient.Rollout }
+	var out struct{ Rollout api.Rollout }
 	f.fleetJSON(&out, append([]string{"install"}, args...)...)
 	if out.Rollout.ID == 0 {
 		f.t.Fatalf("install %v: no rollout id", args)
@@ -140,28 +142,34 @@ func (f *faultFleet) createRollout(args ...string) int64 {
 	return out.Rollout.ID
 }
 
-// waitRollout polls the rollout until cond holds.
-func (f *faultFleet) waitRollout(id int64, what string, cond func(fleetclient.RolloutDetail) bool) fleetclient.RolloutDetail {
+// waitRollout follows the rollout through the gateway's API until cond
+// holds (fleetclient.WaitRollout, the follower `chorus fleet --wait` uses).
+// A gateway that is restarted meanwhile is waited for.
+func (f *faultFleet) waitRollout(id int64, what string, cond func(api.RolloutDetail) bool) api.RolloutDetail {
 	f.t.Helper()
-	deadline := time.Now().Add(faultDeadline)
-	for {
-		d := f.rollout(id)
-		if cond(d) {
-			return d
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("rollout %d: never %s; last %+v %+v", id, what, d.Rollout, d.Executions)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+	token, err := os.ReadFile(filepath.Join(f.gwData, "operator-token"))
+	if err != nil {
+		f.t.Fatal(err)
 	}
+	c, err := fleetclient.New(fleetclient.Config{BaseURL: f.up.HTTPURL, Token: strings.TrimSpace(string(token))})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), faultDeadline)
+	defer cancel()
+	d, err := c.WaitRollout(ctx, id, fleetclient.WaitOptions{Interval: 100 * time.Millisecond, Until: cond, Unreachable: faultDeadline})
+	if err != nil {
+		f.t.Fatalf("rollout %d: never %s (%v); last %+v %+v", id, what, err, d.Rollout, d.Executions)
+	}
+	return d
 }
 
 // waitDevice polls `fleet device show` until cond holds.
-func (f *faultFleet) waitDevice(id, what string, cond func(fleetclient.Device) bool) {
+func (f *faultFleet) waitDevice(id, what string, cond func(api.Device) bool) {
 	f.t.Helper()
 	deadline := time.Now().Add(faultDeadline)
 	for {
-		var out struct{ Device fleetclient.Device }
+		var out struct{ Device api.Device }
 		f.fleetJSON(&out, "device", "show", id)
 		if cond(out.Device) {
 			return
@@ -176,7 +184,7 @@ func (f *faultFleet) waitDevice(id, what string, cond func(fleetclient.Device) b
 func (f *faultFleet) waitOnline(devices ...string) {
 	f.t.Helper()
 	for _, d := range devices {
-		f.waitDevice(d, "online", func(dv fleetclient.Device) bool { return dv.Online })
+		f.waitDevice(d, "online", func(dv api.Device) bool { return dv.Online })
 	}
 }
 
@@ -198,14 +206,14 @@ func (f *faultFleet) waitLoaded(skill string, devices ...string) {
 }
 
 // publish writes and publishes a skill and returns its catalog entry.
-func (f *faultFleet) publish(id string, extra func(dir string)) fleetclient.SkillVersion {
+func (f *faultFleet) publish(id string, extra func(dir string)) fleet.SkillVersion {
 	f.t.Helper()
 	dir := filepath.Join(f.work, "src", id)
 	writeFleetSkill(f.t, dir, id, "1.0.0")
 	if extra != nil {
 		extra(dir)
 	}
-	var out struct{ Skill fleetclient.SkillVersion }
+	var out struct{ Skill fleet.SkillVersion }
 	f.fleetJSON(&out, "skill", "publish", dir)
 	if out.Skill.SHA256 == "" {
 		f.t.Fatalf("publish %s: no sha256", id)
@@ -238,7 +246,7 @@ func (p *proc) exited() bool {
 	}
 }
 
-func execOf(t *testing.T, d fleetclient.RolloutDetail, device string) fleetclient.Execution {
+func execOf(t *testing.T, d api.RolloutDetail, device string) api.Execution {
 	t.Helper()
 	for _, e := range d.Executions {
 		if e.DeviceID == device {
@@ -246,7 +254,7 @@ func execOf(t *testing.T, d fleetclient.RolloutDetail, device string) fleetclien
 		}
 	}
 	t.Fatalf("rollout %d has no execution on %s: %+v", d.Rollout.ID, device, d.Executions)
-	return fleetclient.Execution{}
+	return api.Execution{}
 }
 
 // An agent that is offline when a rollout starts keeps its execution queued
@@ -264,11 +272,11 @@ func TestFaultsOfflineAgentConverges(t *testing.T) {
 	if err := f.agents["pi-3"].stop(t, 15*time.Second); err != nil {
 		t.Fatalf("agent pi-3 exit after SIGTERM: %v", err)
 	}
-	f.waitDevice("pi-3", "offline", func(d fleetclient.Device) bool { return !d.Online })
+	f.waitDevice("pi-3", "offline", func(d api.Device) bool { return !d.Online })
 
 	id := f.createRollout("fleet.offline", "--tag", "hall", "--timeout", "60s")
-	d := f.waitRollout(id, "2 succeeded", func(d fleetclient.RolloutDetail) bool { return d.Rollout.Counts.Succeeded == 2 })
-	if d.Rollout.State != fleetclient.RolloutInProgress || d.Rollout.Counts.Queued != 1 {
+	d := f.waitRollout(id, "2 succeeded", func(d api.RolloutDetail) bool { return d.Rollout.Counts.Succeeded == 2 })
+	if d.Rollout.State != fleet.RolloutInProgress || d.Rollout.Counts.Queued != 1 {
 		t.Fatalf("with pi-3 offline: rollout %s, counts %+v; want in_progress with 1 queued", d.Rollout.State, d.Rollout.Counts)
 	}
 	if e := execOf(t, d, "pi-3"); e.State != "queued" || e.Attempts != 0 {
@@ -282,7 +290,7 @@ func TestFaultsOfflineAgentConverges(t *testing.T) {
 	f.mustFleet("rollout", "watch", strconv.FormatInt(id, 10), "--poll-interval", "200ms")
 	d = f.rollout(id)
 	for _, e := range d.Executions {
-		if e.State != fleetclient.RolloutSucceeded || e.Attempts != 1 {
+		if e.State != fleet.ExecSucceeded || e.Attempts != 1 {
 			t.Errorf("execution %+v: want succeeded in one attempt", e)
 		}
 	}
@@ -329,18 +337,18 @@ func TestFaultsTamperedArtifactAborts(t *testing.T) {
 	}
 	id, _ := strconv.ParseInt(m[1], 10, 64)
 	d := f.rollout(id)
-	if d.Rollout.State != fleetclient.RolloutAborted || !strings.Contains(d.Rollout.Reason, "failure threshold") {
+	if d.Rollout.State != fleet.RolloutAborted || !strings.Contains(d.Rollout.Reason, "failure threshold") {
 		t.Errorf("rollout %s (%q), want aborted by the failure threshold", d.Rollout.State, d.Rollout.Reason)
 	}
 	failed := 0
 	for _, e := range d.Executions {
 		switch e.State {
-		case fleetclient.RolloutFailed:
+		case fleet.ExecFailed:
 			failed++
 			if !strings.Contains(e.Reason, "integrity") || !strings.Contains(e.Reason, sv.SHA256) {
 				t.Errorf("%s failed with %q; want the integrity failure naming sha256 %s", e.DeviceID, e.Reason, sv.SHA256)
 			}
-		case fleetclient.RolloutCanceled:
+		case fleet.ExecCanceled:
 			if e.Attempts != 0 {
 				t.Errorf("%s: canceled after %d attempts; with --max-in-flight 1 it should never have started", e.DeviceID, e.Attempts)
 			}
@@ -429,16 +437,16 @@ func TestFaultsControllerKillResume(t *testing.T) {
 	}
 	release()
 
-	d := f.waitRollout(id, "succeeded", func(d fleetclient.RolloutDetail) bool { return d.Rollout.Terminal() })
-	if d.Rollout.State != fleetclient.RolloutSucceeded {
+	d := f.waitRollout(id, "succeeded", func(d api.RolloutDetail) bool { return d.Rollout.Terminal() })
+	if d.Rollout.State != fleet.RolloutSucceeded {
 		t.Fatalf("after the restart: rollout %s (%s); executions %+v", d.Rollout.State, d.Rollout.Reason, d.Executions)
 	}
 	for _, e := range d.Executions {
-		if e.State != fleetclient.RolloutSucceeded || e.Attempts != 1 {
+		if e.State != fleet.ExecSucceeded || e.Attempts != 1 {
 			t.Errorf("execution %+v: want succeeded in one attempt", e)
 		}
 	}
-	var audit struct{ Entries []fleetclient.AuditEntry }
+	var audit struct{ Entries []fleet.AuditEntry }
 	f.fleetJSON(&audit, "audit", "--subject", fmt.Sprintf("rollout/%d/", id), "--limit", "1000")
 	starts := map[string]int{}
 	for _, e := range audit.Entries {

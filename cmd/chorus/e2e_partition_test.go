@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/configs"
-	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // A partition: the agent reaches the gateway's broker only through a
@@ -50,7 +50,7 @@ func TestFaultsPartitionConverges(t *testing.T) {
 	cut := time.Now()
 	px.cut()
 	// The broker notices after 1.5 × keepalive (45 s), then the Will's 5 s delay.
-	f.waitDevice("pi-1", "offline", func(d fleetclient.Device) bool { return !d.Online })
+	f.waitDevice("pi-1", "offline", func(d api.Device) bool { return !d.Online })
 	t.Logf("offline %s after the cut", time.Since(cut).Round(time.Second))
 	if got := f.retained(t, "pi-1"); got["availability"] != "offline" {
 		t.Fatalf("retained availability during the partition: %v", got)
@@ -71,7 +71,7 @@ func TestFaultsPartitionConverges(t *testing.T) {
 		}
 	}
 	px.restore()
-	f.waitDevice("pi-1", "online again", func(d fleetclient.Device) bool { return d.Online })
+	f.waitDevice("pi-1", "online again", func(d api.Device) bool { return d.Online })
 	waitAllSkills(t, obs, []string{"pi-1"}, func(s map[string]string) bool { return s["fleet.partition"] == "loaded" })
 	after := f.retained(t, "pi-1")
 	if after["availability"] != "online" {

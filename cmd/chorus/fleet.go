@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -49,8 +51,8 @@ func (a *app) newFleetCmd() *cobra.Command {
 		a.newFleetOperatorCmd(f),
 		a.newFleetGrantCmd(f),
 		a.newFleetSkillCmd(f),
-		a.newFleetInstallCmd(f, fleetclient.ActionInstall),
-		a.newFleetInstallCmd(f, fleetclient.ActionUninstall),
+		a.newFleetInstallCmd(f, fleet.RolloutInstall),
+		a.newFleetInstallCmd(f, fleet.RolloutUninstall),
 		a.newFleetRolloutCmd(f),
 		a.newFleetAuditCmd(f),
 		a.newFleetRouteCmd(f),
@@ -144,7 +146,7 @@ func fleetError(err error) error {
 	if errors.As(err, &unreachable) {
 		return &exitError{code: 1, err: fmt.Errorf("%w; is `chorus gateway` or `chorus up` running?", err)}
 	}
-	if fleetclient.IsCode(err, fleetclient.CodeUnauthorized) {
+	if fleetclient.IsCode(err, api.CodeUnauthorized) {
 		return &exitError{code: 1, err: fmt.Errorf("%w (check --token, CHORUS_TOKEN or <data-dir>/%s)", err, fleetTokenFile)}
 	}
 	return &exitError{code: 1, err: err}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -48,7 +50,7 @@ func (a *app) newFleetIntegrationCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"integrations": fleetList(ints)})
+				return fleetJSON(a.stdout, api.IntegrationsResponse{Integrations: fleetList(ints)})
 			}
 			t := newFleetTable(a.stdout, "NAME", "ALLOW")
 			for _, i := range ints {
@@ -94,7 +96,7 @@ func (a *app) newFleetOperatorCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"operators": fleetList(ops)})
+				return fleetJSON(a.stdout, api.OperatorsResponse{Operators: fleetList(ops)})
 			}
 			t := newFleetTable(a.stdout, "NAME")
 			for _, o := range ops {
@@ -124,7 +126,7 @@ func (a *app) fleetRmCmd(f *fleetFlags, kind string, remove func(*fleetclient.Cl
 	}
 }
 
-func (a *app) printMQTTCredentials(kind, name string, c fleetclient.Credentials) error {
+func (a *app) printMQTTCredentials(kind, name string, c configs.Credential) error {
 	fmt.Fprintf(a.stderr, "%s %s added; its password is shown only once\n", kind, name)
 	return fleetKV(a.stdout, "username", c.Username, "password", c.Password)
 }
@@ -149,7 +151,7 @@ func (a *app) newFleetAuditCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"entries": fleetList(entries)})
+				return fleetJSON(a.stdout, api.AuditResponse{Entries: fleetList(entries)})
 			}
 			t := newFleetTable(a.stdout, "ID", "AT", "ACTOR", "ACTION", "SUBJECT", "DETAIL")
 			for _, e := range entries {

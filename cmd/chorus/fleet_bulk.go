@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -102,7 +103,7 @@ func (a *app) bulkAddOne(ctx context.Context, c *fleetclient.Client, o bulkOptio
 
 func fatalForBulk(err error) bool {
 	var unreachable *fleetclient.UnreachableError
-	return errors.As(err, &unreachable) || fleetclient.IsCode(err, fleetclient.CodeUnauthorized) ||
+	return errors.As(err, &unreachable) || fleetclient.IsCode(err, api.CodeUnauthorized) ||
 		errors.Is(err, context.Canceled)
 }
 

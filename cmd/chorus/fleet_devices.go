@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -81,7 +82,7 @@ func (a *app) newFleetDeviceAddCmd(f *fleetFlags) *cobra.Command {
 
 // printEnrolled shows new credentials: written to credsOut, or printed as
 // the file `chorus agent --credentials` reads, with a note on stderr.
-func (a *app) printEnrolled(f *fleetFlags, enr fleetclient.Enrolled, credsOut, verb string) error {
+func (a *app) printEnrolled(f *fleetFlags, enr api.Enrolled, credsOut, verb string) error {
 	id := enr.Device.ID
 	if credsOut != "" {
 		if err := configs.WriteAgentCredentials(credsOut, enr.Credentials); err != nil {
@@ -113,7 +114,7 @@ func (a *app) newFleetDeviceListCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"devices": fleetList(devs)})
+				return fleetJSON(a.stdout, api.DevicesResponse{Devices: fleetList(devs)})
 			}
 			t := newFleetTable(a.stdout, "ID", "ONLINE", "LAST SEEN", "AGENT", "NET/INET/GUI", "LOADED/DESIRED", "DRIFT", "TAGS")
 			for _, d := range devs {
@@ -129,7 +130,7 @@ func (a *app) newFleetDeviceListCmd(f *fleetFlags) *cobra.Command {
 
 // connectivityCell is y/n for network, internet and GUI (docs/topics.md
 // `connectivity`), "-" before the device reported any.
-func connectivityCell(d fleetclient.Device) string {
+func connectivityCell(d api.Device) string {
 	c, ok := d.ParseConnectivity()
 	if !ok {
 		return "-"
@@ -148,14 +149,14 @@ func (a *app) newFleetDeviceShowCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"device": d})
+				return fleetJSON(a.stdout, api.DeviceResponse{Device: d})
 			}
 			return a.printDevice(d)
 		}),
 	}
 }
 
-func (a *app) printDevice(d fleetclient.Device) error {
+func (a *app) printDevice(d api.Device) error {
 	conn := "not reported"
 	if c, ok := d.ParseConnectivity(); ok {
 		conn = fmt.Sprintf("network %s, internet %s, gui %s", fleetYN(c.Network), fleetYN(c.Internet), fleetYN(c.GUI))
@@ -208,7 +209,7 @@ func (a *app) newFleetDeviceTagCmd(f *fleetFlags) *cobra.Command {
 			return err
 		}
 		if f.json() {
-			return fleetJSON(a.stdout, map[string]any{"device": d})
+			return fleetJSON(a.stdout, api.DeviceResponse{Device: d})
 		}
 		fmt.Fprintf(a.stdout, "device %s tags: %s\n", d.ID, fleetDash(strings.Join(d.Tags, ", ")))
 		return nil

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -19,7 +21,7 @@ func (a *app) newFleetGrantCmd(f *fleetFlags) *cobra.Command {
 		Aliases: []string{"grants"},
 		Short:   "Let a skill emit management types it is refused by default (docs/security.md)",
 	}
-	var g fleetclient.SkillGrant
+	var g fleet.SkillGrant
 	add := &cobra.Command{
 		Use:   "add SKILL --allow TYPE... [--device DEVICE]",
 		Short: "Grant SKILL the types (replaces its grant on that device, or fleet-wide without --device)",
@@ -55,7 +57,7 @@ func (a *app) newFleetGrantCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"grants": fleetList(gs)})
+				return fleetJSON(a.stdout, api.GrantsResponse{Grants: fleetList(gs)})
 			}
 			t := newFleetTable(a.stdout, "SKILL", "DEVICE", "ALLOW")
 			for _, g := range gs {

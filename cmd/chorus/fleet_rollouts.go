@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -36,9 +38,9 @@ func (s *fleetStrategyFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&s.timeout, "timeout", 0, "per-device timeout, e.g. 10m (0: the gateway's default)")
 }
 
-func (s *fleetStrategyFlags) strategy() (fleetclient.Strategy, error) {
-	st := fleetclient.Strategy{
-		Canary: s.canary, MaxInFlight: s.maxInFlight, MinExecuted: s.minExecuted, Timeout: fleetclient.Duration(s.timeout),
+func (s *fleetStrategyFlags) strategy() (api.Strategy, error) {
+	st := api.Strategy{
+		Canary: s.canary, MaxInFlight: s.maxInFlight, MinExecuted: s.minExecuted, Timeout: api.Duration(s.timeout),
 	}
 	switch {
 	case s.canary < 0:
@@ -72,7 +74,7 @@ func splitSkillArg(arg string) (name, version string, err error) {
 	return name, version, nil
 }
 
-func (a *app) newFleetInstallCmd(f *fleetFlags, action string) *cobra.Command {
+func (a *app) newFleetInstallCmd(f *fleetFlags, action fleet.RolloutAction) *cobra.Command {
 	var (
 		tf   fleetTargetFlags
 		sf   fleetStrategyFlags
@@ -80,7 +82,7 @@ func (a *app) newFleetInstallCmd(f *fleetFlags, action string) *cobra.Command {
 		poll time.Duration
 	)
 	use, short := "install SKILL[@VERSION]", "Install a skill on devices, as a rollout"
-	if action == fleetclient.ActionUninstall {
+	if action == fleet.RolloutUninstall {
 		use, short = "uninstall SKILL", "Uninstall a skill from devices, as a rollout"
 	}
 	cmd := &cobra.Command{
@@ -94,7 +96,7 @@ func (a *app) newFleetInstallCmd(f *fleetFlags, action string) *cobra.Command {
 	}
 	cmd.RunE = a.fleetRunE(f, func(args []string) error {
 		_, version, err := splitSkillArg(args[0])
-		if err == nil && version != "" && action == fleetclient.ActionUninstall {
+		if err == nil && version != "" && action == fleet.RolloutUninstall {
 			err = fmt.Errorf("%q: uninstall takes no version", args[0])
 		}
 		if err == nil {
@@ -118,10 +120,10 @@ func (a *app) newFleetInstallCmd(f *fleetFlags, action string) *cobra.Command {
 		if sv.SkillID != name {
 			fmt.Fprintf(a.stderr, "%s is %s\n", name, sv.SkillID)
 		}
-		if action == fleetclient.ActionInstall && version == "" {
+		if action == fleet.RolloutInstall && version == "" {
 			version = sv.Version // pin the latest now, so the rollout says what it installs
 		}
-		r, err := c.CreateRollout(ctx, fleetclient.RolloutRequest{
+		r, err := c.CreateRollout(ctx, api.RolloutRequest{
 			SkillID: sv.SkillID, Version: version, Action: action, Targets: targets, Strategy: strategy,
 		})
 		if err != nil {
@@ -129,7 +131,7 @@ func (a *app) newFleetInstallCmd(f *fleetFlags, action string) *cobra.Command {
 		}
 		if !wait {
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"rollout": r})
+				return fleetJSON(a.stdout, api.RolloutResponse{Rollout: r})
 			}
 			fmt.Fprintf(a.stdout, "rollout %d created: %s (%s); follow it with `chorus fleet rollout watch %d`\n",
 				r.ID, describeRollout(r), r.State, r.ID)
@@ -138,7 +140,7 @@ func (a *app) newFleetInstallCmd(f *fleetFlags, action string) *cobra.Command {
 		fmt.Fprintf(a.stderr, "rollout %d created: %s\n", r.ID, describeRollout(r))
 		return a.followRollout(ctx, c, f, r.ID, poll)
 	})
-	tf.register(cmd, action)
+	tf.register(cmd, string(action))
 	sf.register(cmd)
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the rollout until it ends; exit 1 unless it succeeded")
 	addFleetPollFlag(cmd, &poll)
@@ -151,27 +153,35 @@ func addFleetPollFlag(cmd *cobra.Command, poll *time.Duration) {
 }
 
 // describeRollout is "install weather.chorus@1.0.0 on tag kitchen".
-func describeRollout(r fleetclient.Rollout) string {
+func describeRollout(r api.Rollout) string {
 	skill := r.SkillID
 	if r.Version != "" {
 		skill += "@" + r.Version
 	}
 	prep := "on"
-	if r.Action == fleetclient.ActionUninstall {
+	if r.Action == fleet.RolloutUninstall {
 		prep = "from"
 	}
 	return fmt.Sprintf("%s %s %s %s", r.Action, skill, prep, describeTargets(r.Targets))
 }
 
-func describeTargets(ts []fleetclient.Target) string {
+func describeTargets(ts []fleet.Target) string {
 	if len(ts) == 0 {
 		return "no devices"
 	}
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		parts[i] = t.String()
+		parts[i] = describeTarget(t)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// describeTarget is a target in prose: "device pi-1", "tag kitchen", "all devices".
+func describeTarget(t fleet.Target) string {
+	if t.Kind == fleet.TargetAll {
+		return "all devices"
+	}
+	return string(t.Kind) + " " + t.Value
 }
 
 // followRollout polls until the rollout ends, with a live progress line on
@@ -191,14 +201,14 @@ func (a *app) followRollout(ctx context.Context, c *fleetclient.Client, f *fleet
 		}
 	}
 	r := d.Rollout
-	if r.State == fleetclient.RolloutSucceeded {
+	if r.State == fleet.RolloutSucceeded {
 		if !f.json() {
 			fmt.Fprintf(a.stdout, "rollout %d succeeded: %s on %d devices\n", r.ID, r.Action, r.Counts.Succeeded)
 		}
 		return nil
 	}
 	for _, e := range d.Executions {
-		if e.State != fleetclient.RolloutSucceeded {
+		if e.State != fleet.ExecSucceeded {
 			fmt.Fprintf(a.stderr, "  %s: %s%s\n", e.DeviceID, e.State, fleetPrefixed(": ", e.Reason))
 		}
 	}
@@ -212,45 +222,22 @@ func fleetPrefixed(prefix, s string) string {
 	return prefix + s
 }
 
-// pollRollout asks for the rollout every poll until it is terminal,
+// pollRollout follows the rollout until it is terminal (fleetclient.WaitRollout),
 // printing progress when it changes. A gateway that stops answering is
 // waited for up to fleetWaitUnreachable, so a restart does not end the wait.
-func (a *app) pollRollout(ctx context.Context, c *fleetclient.Client, id int64, poll time.Duration) (fleetclient.RolloutDetail, error) {
+func (a *app) pollRollout(ctx context.Context, c *fleetclient.Client, id int64, poll time.Duration) (api.RolloutDetail, error) {
 	p := newFleetProgress(a.stderr)
 	defer p.done()
-	var downSince time.Time
-	for {
-		d, err := c.Rollout(ctx, id)
-		var unreachable *fleetclient.UnreachableError
-		switch {
-		case errors.As(err, &unreachable) && ctx.Err() == nil:
-			if downSince.IsZero() {
-				downSince = time.Now()
-				p.show(fmt.Sprintf("rollout %d: gateway not answering, retrying", id))
-			} else if time.Since(downSince) > fleetWaitUnreachable {
-				return d, err
-			}
-		case err != nil:
-			return d, err
-		default:
-			downSince = time.Time{}
-			p.show(progressLine(d.Rollout))
-			if d.Rollout.Terminal() {
-				return d, nil
-			}
-		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return d, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return c.WaitRollout(ctx, id, fleetclient.WaitOptions{
+		Interval:      poll,
+		Progress:      func(d api.RolloutDetail) { p.show(progressLine(d.Rollout)) },
+		Unreachable:   fleetWaitUnreachable,
+		OnUnreachable: func() { p.show(fmt.Sprintf("rollout %d: gateway not answering, retrying", id)) },
+	})
 }
 
 // progressLine is "rollout 7 in_progress: 2/3 succeeded, 0 failed, 1 in progress".
-func progressLine(r fleetclient.Rollout) string {
+func progressLine(r api.Rollout) string {
 	n := r.Counts
 	s := fmt.Sprintf("rollout %d %s: %d/%d succeeded, %d failed, %d in progress", r.ID, r.State, n.Succeeded, n.Total(), n.Failed, n.InProgress)
 	for _, extra := range []struct {
@@ -289,16 +276,16 @@ func (a *app) newFleetRolloutListCmd(f *fleetFlags) *cobra.Command {
 		Short:   "List rollouts",
 		Args:    fleetArgs(0),
 		RunE: a.fleetRunE(f, nil, func(ctx context.Context, c *fleetclient.Client, _ []string) error {
-			rs, err := c.Rollouts(ctx, state)
+			rs, err := c.Rollouts(ctx, fleet.RolloutState(state))
 			if err != nil {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"rollouts": fleetList(rs)})
+				return fleetJSON(a.stdout, api.RolloutsResponse{Rollouts: fleetList(rs)})
 			}
 			t := newFleetTable(a.stdout, "ID", "ACTION", "SKILL", "VERSION", "TARGETS", "STATE", "SUCCEEDED", "FAILED", "UPDATED")
 			for _, r := range rs {
-				t.row(strconv.FormatInt(r.ID, 10), r.Action, r.SkillID, r.Version, describeTargets(r.Targets), r.State,
+				t.row(strconv.FormatInt(r.ID, 10), string(r.Action), r.SkillID, r.Version, describeTargets(r.Targets), string(r.State),
 					fmt.Sprintf("%d/%d", r.Counts.Succeeded, r.Counts.Total()), strconv.Itoa(r.Counts.Failed+r.Counts.TimedOut), fleetTime(r.UpdatedAt))
 			}
 			return t.flush()
@@ -342,12 +329,12 @@ func (a *app) newFleetRolloutShowCmd(f *fleetFlags) *cobra.Command {
 	}
 }
 
-func (a *app) printRollout(d fleetclient.RolloutDetail) error {
+func (a *app) printRollout(d api.RolloutDetail) error {
 	r, s := d.Rollout, d.Rollout.Strategy
 	strategy := fmt.Sprintf("canary %d, max in flight %d, failure threshold %g%% after %d, timeout %s",
 		s.Canary, s.MaxInFlight, s.FailureThresholdPct, s.MinExecuted, time.Duration(s.Timeout))
 	err := fleetKV(a.stdout,
-		"rollout", strconv.FormatInt(r.ID, 10), "action", describeRollout(r), "state", r.State,
+		"rollout", strconv.FormatInt(r.ID, 10), "action", describeRollout(r), "state", string(r.State),
 		"reason", r.Reason, "progress", progressLine(r), "strategy", strategy,
 		"created", fleetTime(r.CreatedAt), "updated", fleetTime(r.UpdatedAt))
 	if err != nil || len(d.Executions) == 0 {
@@ -356,7 +343,7 @@ func (a *app) printRollout(d fleetclient.RolloutDetail) error {
 	fmt.Fprintln(a.stdout)
 	t := newFleetTable(a.stdout, "DEVICE", "STATE", "ATTEMPTS", "STARTED", "FINISHED", "REASON")
 	for _, e := range d.Executions {
-		t.row(e.DeviceID, e.State, strconv.Itoa(e.Attempts), fleetTime(e.StartedAt), fleetTime(e.FinishedAt), e.Reason)
+		t.row(e.DeviceID, string(e.State), strconv.Itoa(e.Attempts), fleetTime(e.StartedAt), fleetTime(e.FinishedAt), e.Reason)
 	}
 	return t.flush()
 }
@@ -389,7 +376,7 @@ func (a *app) newFleetRolloutActionCmd(f *fleetFlags, action, short string) *cob
 		Args:  fleetArgs(1),
 		RunE: a.fleetRunE(f, checkRolloutID, func(ctx context.Context, c *fleetclient.Client, args []string) error {
 			id, _ := rolloutID(args)
-			var r fleetclient.Rollout
+			var r api.Rollout
 			var err error
 			switch action {
 			case "pause":
@@ -403,7 +390,7 @@ func (a *app) newFleetRolloutActionCmd(f *fleetFlags, action, short string) *cob
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"rollout": r})
+				return fleetJSON(a.stdout, api.RolloutResponse{Rollout: r})
 			}
 			fmt.Fprintf(a.stdout, "rollout %d %s\n", r.ID, r.State)
 			return nil

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -19,7 +21,7 @@ func (a *app) newFleetRouteCmd(f *fleetFlags) *cobra.Command {
 		Aliases: []string{"routes"},
 		Short:   "Relay satellites' buses to hub devices (docs/bridging.md)",
 	}
-	var r fleetclient.Route
+	var r fleet.Route
 	add := &cobra.Command{
 		Use:   "add SATELLITE --hub HUB [--allow TYPE]...",
 		Short: "Relay SATELLITE's utterances to HUB's skills (replaces an existing route)",
@@ -58,7 +60,7 @@ func (a *app) newFleetRouteCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"routes": fleetList(rs)})
+				return fleetJSON(a.stdout, api.RoutesResponse{Routes: fleetList(rs)})
 			}
 			t := newFleetTable(a.stdout, "SATELLITE", "HUB", "ALLOW", "BLACKLISTED")
 			for _, r := range rs {
@@ -83,7 +85,7 @@ func (a *app) newFleetRouteCmd(f *fleetFlags) *cobra.Command {
 	return cmd
 }
 
-func routeAllow(r fleetclient.Route) string {
+func routeAllow(r fleet.Route) string {
 	if len(r.Allow) == 0 {
 		return "recognizer_loop:utterance,ovos.utterance.handle"
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 )
@@ -57,7 +59,7 @@ func (a *app) newFleetSkillPublishCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"skill": sv})
+				return fleetJSON(a.stdout, api.SkillResponse{Skill: sv})
 			}
 			fmt.Fprintf(a.stdout, "published %s %s (sha256 %s, %d bytes)\n", sv.SkillID, sv.Version, sv.SHA256, sv.Size)
 			return nil
@@ -105,7 +107,7 @@ func (a *app) newFleetSkillListCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"skills": fleetList(skills)})
+				return fleetJSON(a.stdout, api.SkillsResponse{Skills: fleetList(skills)})
 			}
 			t := newFleetTable(a.stdout, "SKILL", "VERSION", "SIZE", "PUBLISHED", "DESCRIPTION")
 			for _, s := range skills {
@@ -165,7 +167,7 @@ func (a *app) newFleetSkillSearchCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"results": fleetList(results)})
+				return fleetJSON(a.stdout, api.SearchResponse{Results: fleetList(results)})
 			}
 			t := newFleetTable(a.stdout, "SCORE", "SKILL", "VERSION", "DESCRIPTION")
 			for _, r := range results {
@@ -200,9 +202,9 @@ func (a *app) newFleetSkillConfigCmd(f *fleetFlags) *cobra.Command {
 				return err
 			}
 			if f.json() {
-				return fleetJSON(a.stdout, map[string]any{"assignment": asg})
+				return fleetJSON(a.stdout, api.AssignmentResponse{Assignment: asg})
 			}
-			fmt.Fprintf(a.stdout, "settings of %s for %s set\n", args[0], target)
+			fmt.Fprintf(a.stdout, "settings of %s for %s set\n", args[0], describeTarget(target))
 			return nil
 		}),
 	}
@@ -249,19 +251,19 @@ func (t *fleetTargetFlags) register(cmd *cobra.Command, verb string) {
 }
 
 // list is the union the flags name: devices and tags, or all.
-func (t *fleetTargetFlags) list() ([]fleetclient.Target, error) {
+func (t *fleetTargetFlags) list() ([]fleet.Target, error) {
 	if t.all {
 		if len(t.devices)+len(t.tags) > 0 {
 			return nil, errors.New("--all names every device: do not combine it with --device or --tag")
 		}
-		return []fleetclient.Target{{Kind: fleetclient.TargetAll}}, nil
+		return []fleet.Target{{Kind: fleet.TargetAll}}, nil
 	}
-	var out []fleetclient.Target
+	var out []fleet.Target
 	for _, d := range t.devices {
-		out = append(out, fleetclient.Target{Kind: fleetclient.TargetDevice, Value: d})
+		out = append(out, fleet.Target{Kind: fleet.TargetDevice, Value: d})
 	}
 	for _, g := range t.tags {
-		out = append(out, fleetclient.Target{Kind: fleetclient.TargetTag, Value: g})
+		out = append(out, fleet.Target{Kind: fleet.TargetTag, Value: g})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no target: pass --device ID, --tag T or --all")
@@ -270,13 +272,13 @@ func (t *fleetTargetFlags) list() ([]fleetclient.Target, error) {
 }
 
 // single is the one target of the flags.
-func (t *fleetTargetFlags) single() (fleetclient.Target, error) {
+func (t *fleetTargetFlags) single() (fleet.Target, error) {
 	l, err := t.list()
 	if err != nil {
-		return fleetclient.Target{}, err
+		return fleet.Target{}, err
 	}
 	if len(l) != 1 {
-		return fleetclient.Target{}, errors.New("pass exactly one of --device ID, --tag T or --all")
+		return fleet.Target{}, errors.New("pass exactly one of --device ID, --tag T or --all")
 	}
 	return l[0], nil
 }

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/configs"
-	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 )
 
@@ -38,95 +39,121 @@ func sameJSON(t *testing.T, got []byte, want string) bool {
 	return reflect.DeepEqual(g, w)
 }
 
-// TestFleetRequests runs each command against the fake gateway and checks
-// the exact requests it made: method, path and query, body, bearer token.
+// TestFleetRequests runs each command against a real gateway and checks
+// the exact requests it made (method, path and query, body, bearer token)
+// and what it printed. Commands that change what others read get a gateway
+// of their own; the rest share one.
 func TestFleetRequests(t *testing.T) {
 	t.Parallel()
 	settings := filepath.Join(t.TempDir(), "settings.json")
 	if err := os.WriteFile(settings, []byte(`{"units": "metric"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	shared := startFleetGateway(t)
+	paused := func(t *testing.T, g *testGateway) {
+		if _, err := g.client.PauseRollout(fleetCtx(t), g.rollout); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name     string
 		args     []string
-		want     []string // the requests, in order
-		wantBody string   // the last request's JSON body; "" for none
-		wantOut  string   // in stdout
+		own      bool                               // a gateway of its own: the command changes what others read
+		setup    func(t *testing.T, g *testGateway) // on the own gateway, before the command
+		want     []string                           // the requests, in order
+		wantBody string                             // the last request's JSON body; "" for none
+		wantOut  []string                           // in stdout
 	}{
 		{name: "device add", args: []string{"device", "add", "pi-1", "--tag", "kitchen", "--tag", "hall"},
-			want: []string{"POST /v1/devices"}, wantBody: `{"id":"pi-1","tags":["kitchen","hall"]}`, wantOut: `"password": "secret-pi-1"`},
-		{name: "device add untagged", args: []string{"device", "add", "pi-1"},
-			want: []string{"POST /v1/devices"}, wantBody: `{"id":"pi-1","tags":[]}`, wantOut: `"skill_key"`},
+			want: []string{"POST /v1/devices"}, wantBody: `{"id":"pi-1","tags":["kitchen","hall"]}`,
+			wantOut: []string{`"device": "pi-1"`, `"username": "pi-1"`, `"password": "`, `"skill_key": "`}},
+		{name: "device add untagged", args: []string{"device", "add", "pi-2"},
+			want: []string{"POST /v1/devices"}, wantBody: `{"id":"pi-2","tags":[]}`, wantOut: []string{`"skill_key"`}},
 		{name: "device list", args: []string{"device", "list", "--tag", "home"},
-			want: []string{"GET /v1/devices?tag=home"}, wantOut: "kitchen"},
+			want: []string{"GET /v1/devices?tag=home"}, wantOut: []string{"kitchen", "hall"}},
 		{name: "device show", args: []string{"device", "show", "kitchen"},
-			want: []string{"GET /v1/devices/kitchen"}, wantOut: "network y, internet n, gui y"},
-		{name: "device tag set", args: []string{"device", "tag", "hall", "--set", "a,b"},
-			want: []string{"PUT /v1/devices/hall/tags"}, wantBody: `{"tags":["a","b"]}`, wantOut: "device hall tags: a, b"},
-		{name: "device tag clear", args: []string{"device", "tag", "hall", "--set", ""},
-			want: []string{"PUT /v1/devices/hall/tags"}, wantBody: `{"tags":[]}`, wantOut: "device hall tags: -"},
-		{name: "device tag add rm", args: []string{"device", "tag", "hall", "--add", "x", "--rm", "quiet", "--add", "home"},
-			want: []string{"GET /v1/devices/hall", "PUT /v1/devices/hall/tags"}, wantBody: `{"tags":["home","x"]}`, wantOut: "home, x"},
-		{name: "device rm", args: []string{"device", "rm", "hall"},
-			want: []string{"DELETE /v1/devices/hall"}, wantOut: "device hall removed"},
-		{name: "device rotate", args: []string{"device", "rotate", "kitchen"},
-			want: []string{"POST /v1/devices/kitchen/rotate"}, wantOut: `"password": "rotated-kitchen"`},
+			want: []string{"GET /v1/devices/kitchen"}, wantOut: []string{"network y, internet n, gui y"}},
+		{name: "device tag set", args: []string{"device", "tag", "hall", "--set", "a,b"}, own: true,
+			want: []string{"PUT /v1/devices/hall/tags"}, wantBody: `{"tags":["a","b"]}`, wantOut: []string{"device hall tags: a, b"}},
+		{name: "device tag clear", args: []string{"device", "tag", "hall", "--set", ""}, own: true,
+			want: []string{"PUT /v1/devices/hall/tags"}, wantBody: `{"tags":[]}`, wantOut: []string{"device hall tags: -"}},
+		{name: "device tag add rm", args: []string{"device", "tag", "hall", "--add", "x", "--rm", "quiet", "--add", "home"}, own: true,
+			want: []string{"GET /v1/devices/hall", "PUT /v1/devices/hall/tags"}, wantBody: `{"tags":["home","x"]}`, wantOut: []string{"home, x"}},
+		{name: "device rm", args: []string{"device", "rm", "hall"}, own: true,
+			want: []string{"DELETE /v1/devices/hall"}, wantOut: []string{"device hall removed"}},
+		{name: "device rotate", args: []string{"device", "rotate", "kitchen"}, own: true,
+			want: []string{"POST /v1/devices/kitchen/rotate"}, wantOut: []string{`"username": "kitchen"`, `"key_version": 2`}},
 		{name: "integration add", args: []string{"integration", "add", "ha2", "--allow", "speak", "--allow", "recognizer_loop:utterance"},
-			want: []string{"POST /v1/integrations"}, wantBody: `{"name":"ha2","allow":["speak","recognizer_loop:utterance"]}`, wantOut: "password: pw-ha2"},
-		{name: "integration list", args: []string{"integration", "list"}, want: []string{"GET /v1/integrations"}, wantOut: "speak"},
-		{name: "integration rm", args: []string{"integration", "rm", "ha"}, want: []string{"DELETE /v1/integrations/ha"}, wantOut: "integration ha removed"},
+			want: []string{"POST /v1/integrations"}, wantBody: `{"name":"ha2","allow":["speak","recognizer_loop:utterance"]}`,
+			wantOut: []string{"username: integration:ha2", "password: "}},
+		{name: "integration list", args: []string{"integration", "list"}, want: []string{"GET /v1/integrations"}, wantOut: []string{"ha", "speak"}},
+		{name: "integration rm", args: []string{"integration", "rm", "ha"}, own: true,
+			want: []string{"DELETE /v1/integrations/ha"}, wantOut: []string{"integration ha removed"}},
 		{name: "operator add", args: []string{"operator", "add", "alice"},
-			want: []string{"POST /v1/operators"}, wantBody: `{"name":"alice"}`, wantOut: "username: operator:alice"},
-		{name: "operator list", args: []string{"operator", "list"}, want: []string{"GET /v1/operators"}, wantOut: "ops"},
-		{name: "operator rm", args: []string{"operator", "rm", "ops"}, want: []string{"DELETE /v1/operators/ops"}, wantOut: "operator ops removed"},
-		{name: "skill list", args: []string{"skill", "list"}, want: []string{"GET /v1/skills"}, wantOut: "Tells the weather"},
-		{name: "skill show", args: []string{"skill", "show", "weather.chorus"}, want: []string{"GET /v1/skills/weather.chorus"}, wantOut: "internet"},
+			want: []string{"POST /v1/operators"}, wantBody: `{"name":"alice"}`, wantOut: []string{"username: operator:alice"}},
+		{name: "operator list", args: []string{"operator", "list"}, want: []string{"GET /v1/operators"}, wantOut: []string{"ops"}},
+		{name: "operator rm", args: []string{"operator", "rm", "ops"}, own: true,
+			want: []string{"DELETE /v1/operators/ops"}, wantOut: []string{"operator ops removed"}},
+		{name: "skill list", args: []string{"skill", "list"}, want: []string{"GET /v1/skills"},
+			wantOut: []string{"hello.chorus", "weather.chorus", "fixed example forecast"}},
+		{name: "skill show", args: []string{"skill", "show", "weather.chorus"}, want: []string{"GET /v1/skills/weather.chorus"},
+			wantOut: []string{"internet"}},
 		{name: "skill search", args: []string{"skill", "search", "what", "weather", "--limit", "3"},
-			want: []string{"GET /v1/skills/search?limit=3&q=what+weather"}, wantOut: "1.50"},
+			want: []string{"GET /v1/skills/search?limit=3&q=what+weather"}, wantOut: []string{"weather.chorus"}},
 		{name: "skill config", args: []string{"skill", "config", "weather.chorus", "--tag", "home", settings},
 			want:     []string{"PUT /v1/skills/weather.chorus/config"},
-			wantBody: `{"target":{"kind":"tag","value":"home"},"settings":{"units":"metric"}}`, wantOut: "settings of weather.chorus for tag home set"},
-		{name: "install", args: []string{"install", "weather", "--tag", "home", "--device", "pi-9", "--canary", "1", "--max-in-flight", "2",
-			"--failure-threshold", "20%", "--min-executed", "3", "--timeout", "90s"},
+			wantBody: `{"target":{"kind":"tag","value":"home"},"settings":{"units":"metric"}}`, wantOut: []string{"settings of weather.chorus for tag home set"}},
+		{name: "install", args: []string{"install", "weather", "--tag", "home", "--device", "kitchen", "--canary", "1", "--max-in-flight", "2",
+			"--failure-threshold", "20%", "--min-executed", "3", "--timeout", "90s"}, own: true,
 			want: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts"},
-			wantBody: `{"skill_id":"weather.chorus","version":"2.1.0","action":"install",
-				"targets":[{"kind":"device","value":"pi-9"},{"kind":"tag","value":"home"}],
+			wantBody: `{"skill_id":"weather.chorus","version":"1.0.0","action":"install",
+				"targets":[{"kind":"device","value":"kitchen"},{"kind":"tag","value":"home"}],
 				"strategy":{"canary":1,"max_in_flight":2,"failure_threshold_pct":20,"min_executed":3,"timeout":"1m30s"}}`,
-			wantOut: "rollout 2 created: install weather.chorus@2.1.0 on device pi-9, tag home (queued)"},
-		{name: "install version", args: []string{"install", "hello.chorus@0.9.0", "--all", "--failure-threshold", "15"},
+			wantOut: []string{"rollout 2 created: install weather.chorus@1.0.0 on device kitchen, tag home (queued)"}},
+		{name: "install version", args: []string{"install", "hello.chorus@1.0.0", "--all", "--failure-threshold", "15"}, own: true,
 			want:     []string{"GET /v1/skills/resolve?q=hello.chorus", "POST /v1/rollouts"},
-			wantBody: `{"skill_id":"hello.chorus","version":"0.9.0","action":"install","targets":[{"kind":"all"}],"strategy":{"failure_threshold_pct":15}}`,
-			wantOut:  "install hello.chorus@0.9.0 on all devices"},
-		{name: "uninstall", args: []string{"uninstall", "hello.chorus", "--device", "kitchen"},
+			wantBody: `{"skill_id":"hello.chorus","version":"1.0.0","action":"install","targets":[{"kind":"all"}],"strategy":{"failure_threshold_pct":15}}`,
+			wantOut:  []string{"install hello.chorus@1.0.0 on all devices"}},
+		{name: "uninstall", args: []string{"uninstall", "hello.chorus", "--device", "kitchen"}, own: true,
 			want:     []string{"GET /v1/skills/resolve?q=hello.chorus", "POST /v1/rollouts"},
 			wantBody: `{"skill_id":"hello.chorus","action":"uninstall","targets":[{"kind":"device","value":"kitchen"}],"strategy":{}}`,
-			wantOut:  "uninstall hello.chorus from device kitchen"},
+			wantOut:  []string{"uninstall hello.chorus from device kitchen"}},
 		{name: "rollout list", args: []string{"rollout", "list", "--state", "in_progress"},
-			want: []string{"GET /v1/rollouts?state=in_progress"}, wantOut: "tag home"},
-		{name: "rollout show", args: []string{"rollout", "show", "7"}, want: []string{"GET /v1/rollouts/7"}, wantOut: "rollout 7 in_progress: 1/2 succeeded"},
-		{name: "rollout pause", args: []string{"rollout", "pause", "7"}, want: []string{"POST /v1/rollouts/7/pause"}, wantOut: "rollout 7 paused"},
-		{name: "rollout resume", args: []string{"rollout", "resume", "7"}, want: []string{"POST /v1/rollouts/7/resume"}, wantOut: "rollout 7 in_progress"},
-		{name: "rollout abort rollback", args: []string{"rollout", "abort", "7", "--rollback"},
-			want: []string{"POST /v1/rollouts/7/abort"}, wantBody: `{"rollback":true}`, wantOut: "rollout 7 aborted"},
-		{name: "rollout abort", args: []string{"rollout", "abort", "7"},
-			want: []string{"POST /v1/rollouts/7/abort"}, wantBody: `{"rollback":false}`, wantOut: "rollout 7 aborted"},
+			want: []string{"GET /v1/rollouts?state=in_progress"}, wantOut: []string{"hello.chorus", "tag home", "0/2"}},
+		{name: "rollout show", args: []string{"rollout", "show", "1"}, want: []string{"GET /v1/rollouts/1"},
+			wantOut: []string{"rollout 1 in_progress: 0/2 succeeded, 0 failed, 1 in progress, 1 queued", "kitchen", "hall"}},
+		{name: "rollout pause", args: []string{"rollout", "pause", "1"}, own: true, want: []string{"POST /v1/rollouts/1/pause"},
+			wantOut: []string{"rollout 1 paused"}},
+		{name: "rollout resume", args: []string{"rollout", "resume", "1"}, own: true, setup: paused,
+			want: []string{"POST /v1/rollouts/1/resume"}, wantOut: []string{"rollout 1 in_progress"}},
+		{name: "rollout abort rollback", args: []string{"rollout", "abort", "1", "--rollback"}, own: true,
+			want: []string{"POST /v1/rollouts/1/abort"}, wantBody: `{"rollback":true}`, wantOut: []string{"rollout 1 aborted"}},
+		{name: "rollout abort", args: []string{"rollout", "abort", "1"}, own: true,
+			want: []string{"POST /v1/rollouts/1/abort"}, wantBody: `{"rollback":false}`, wantOut: []string{"rollout 1 aborted"}},
 		{name: "audit", args: []string{"audit", "--limit", "5", "--subject", "device/kitchen"},
-			want: []string{"GET /v1/audit?limit=5&subject=device%2Fkitchen"}, wantOut: `{"tags":["home"]}`},
+			want: []string{"GET /v1/audit?limit=5&subject=device%2Fkitchen"}, wantOut: []string{"device.add", `{"tags":["home"]}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newFakeGateway(t)
-			r := chorus(fleetCtx(t), g.env(), append([]string{"fleet"}, tt.args...)...)
+			g := shared
+			if tt.own {
+				g = startFleetGateway(t)
+			}
+			if tt.setup != nil {
+				tt.setup(t, g)
+			}
+			f := g.front(t)
+			r := chorus(fleetCtx(t), f.env(), append([]string{"fleet"}, tt.args...)...)
 			if r.code != 0 {
 				t.Fatalf("exit code = %d, stderr %s", r.code, r.stderr)
 			}
-			if got := g.lines(); !slices.Equal(got, tt.want) {
+			if got := f.lines(); !slices.Equal(got, tt.want) {
 				t.Errorf("requests = %q, want %q", got, tt.want)
 			}
-			reqs := g.requests()
+			reqs := f.requests()
 			for _, req := range reqs {
-				if req.Auth != "Bearer tok-123" {
+				if req.Auth != "Bearer "+f.token {
 					t.Errorf("%s: Authorization = %q, want the bearer token", req.line(), req.Auth)
 				}
 			}
@@ -139,8 +166,10 @@ func TestFleetRequests(t *testing.T) {
 			case tt.wantBody != "" && last.ContentType != "application/json":
 				t.Errorf("Content-Type = %q, want application/json", last.ContentType)
 			}
-			if !strings.Contains(r.stdout, tt.wantOut) {
-				t.Errorf("stdout = %q, want it to contain %q", r.stdout, tt.wantOut)
+			for _, w := range tt.wantOut {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout = %q, want it to contain %q", r.stdout, w)
+				}
 			}
 		})
 	}
@@ -162,14 +191,14 @@ func TestFleetErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		env      map[string]string // replaces the fake's CHORUS_SERVER/CHORUS_TOKEN when set
+		env      map[string]string // replaces the gateway's CHORUS_SERVER/CHORUS_TOKEN when set
 		wantCode int
 		wantErr  string // in stderr
 		noCalls  bool   // no request reached the gateway
 	}{
-		{name: "not found", args: []string{"device", "show", "nope"}, wantCode: 1, wantErr: "chorus: device nope not found\n"},
-		{name: "conflict", args: []string{"device", "add", "kitchen"}, wantCode: 1, wantErr: "chorus: device kitchen already exists\n"},
-		{name: "invalid", args: []string{"device", "add", "bad id"}, wantCode: 1, wantErr: `id "bad id": want [A-Za-z0-9._-]`},
+		{name: "not found", args: []string{"device", "show", "nope"}, wantCode: 1, wantErr: "chorus: device \"nope\" not found\n"},
+		{name: "conflict", args: []string{"device", "add", "kitchen"}, wantCode: 1, wantErr: "chorus: device \"kitchen\" already exists\n"},
+		{name: "invalid", args: []string{"device", "add", "bad id"}, wantCode: 1, wantErr: `"bad id"`},
 		{name: "wrong token", args: []string{"device", "list"}, env: map[string]string{"CHORUS_TOKEN": "nope"},
 			wantCode: 1, wantErr: "missing or wrong operator token (check --token, CHORUS_TOKEN or <data-dir>/operator-token)"},
 		{name: "unreachable", args: []string{"device", "list"}, env: map[string]string{"CHORUS_SERVER": closed.URL, "CHORUS_TOKEN": "t"},
@@ -204,15 +233,16 @@ func TestFleetErrors(t *testing.T) {
 		{name: "bad server", args: []string{"device", "list", "--server", "127.0.0.1:8080", "--token", "t"}, env: map[string]string{},
 			wantCode: 2, wantErr: "want http://host:port", noCalls: true},
 	}
+	g := startFleetGateway(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newFakeGateway(t)
-			env := g.env()
+			f := g.front(t)
+			env := f.env()
 			if tt.env != nil {
 				env = tt.env
 				if _, ok := env["CHORUS_SERVER"]; !ok && len(env) > 0 {
-					env["CHORUS_SERVER"] = g.srv.URL
+					env["CHORUS_SERVER"] = f.srv.URL
 				}
 			}
 			r := chorus(fleetCtx(t), env, append([]string{"fleet"}, tt.args...)...)
@@ -222,7 +252,7 @@ func TestFleetErrors(t *testing.T) {
 			if !strings.Contains(r.stderr, tt.wantErr) {
 				t.Errorf("stderr = %q, want it to contain %q", r.stderr, tt.wantErr)
 			}
-			if got := g.lines(); tt.noCalls && len(got) > 0 {
+			if got := f.lines(); tt.noCalls && len(got) > 0 {
 				t.Errorf("requests = %q, want none", got)
 			}
 		})
@@ -233,7 +263,7 @@ func TestFleetErrors(t *testing.T) {
 // and lets flags and the environment override them.
 func TestFleetFindsGateway(t *testing.T) {
 	t.Parallel()
-	g := newFakeGateway(t)
+	g := startFleetGateway(t).front(t)
 	dataDir := func(url, token string) string {
 		dir := t.TempDir()
 		if err := configs.WriteUp(configs.UpPath(dir), configs.Up{HTTPURL: url, MQTTURL: "mqtt://127.0.0.1:1883"}); err != nil {
@@ -286,18 +316,21 @@ func TestFleetDeviceListText(t *testing.T) {
 // with [] rather than null for an empty list.
 func TestFleetOutputJSON(t *testing.T) {
 	t.Parallel()
+	shared := startFleetGateway(t)
 	tests := []struct {
 		name  string
 		args  []string
 		check func(t *testing.T, out []byte)
 	}{
-		{name: "device list", args: []string{"device", "list", "--output", "json"}, check: func(t *testing.T, out []byte) {
-			var v struct{ Devices []fleetclient.Device }
-			if err := json.Unmarshal(out, &v); err != nil || len(v.Devices) != 2 || v.Devices[0].ID != "kitchen" || !v.Devices[0].Drift {
-				t.Errorf("devices = %+v (%v)", v.Devices, err)
+		{name: "device list", args: []string{"device", "list", "--tag", "home", "--output", "json"}, check: func(t *testing.T, out []byte) {
+			var v api.DevicesResponse
+			decodeOut(t, string(out), &v)
+			i := slices.IndexFunc(v.Devices, func(d api.Device) bool { return d.ID == "kitchen" })
+			if len(v.Devices) != 2 || i < 0 || !v.Devices[i].Drift || !v.Devices[i].Online {
+				t.Fatalf("devices = %+v", v.Devices)
 			}
-			if !sameJSON(t, v.Devices[0].Connectivity, `{"network":true,"internet":false,"gui":true}`) {
-				t.Errorf("connectivity = %s, want it verbatim", v.Devices[0].Connectivity)
+			if !sameJSON(t, v.Devices[i].Connectivity, `{"network":true,"internet":false,"gui":true}`) {
+				t.Errorf("connectivity = %s, want it verbatim", v.Devices[i].Connectivity)
 			}
 		}},
 		{name: "empty list", args: []string{"device", "list", "--tag", "none", "-o", "json"}, check: func(t *testing.T, out []byte) {
@@ -305,36 +338,40 @@ func TestFleetOutputJSON(t *testing.T) {
 				t.Errorf("stdout = %s, want {\"devices\": []}", out)
 			}
 		}},
-		{name: "rollout show", args: []string{"rollout", "show", "7", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var d fleetclient.RolloutDetail
-			if err := json.Unmarshal(out, &d); err != nil || d.Rollout.ID != 7 || len(d.Executions) != 2 || d.Executions[1].DeviceID != "hall" {
-				t.Errorf("detail = %+v (%v)", d, err)
+		{name: "rollout show", args: []string{"rollout", "show", "1", "-o", "json"}, check: func(t *testing.T, out []byte) {
+			var d api.RolloutDetail
+			decodeOut(t, string(out), &d)
+			hall := slices.IndexFunc(d.Executions, func(e api.Execution) bool { return e.DeviceID == "hall" })
+			if d.Rollout.ID != 1 || d.Rollout.CreatedBy != "operator" || len(d.Executions) != 2 || hall < 0 || d.Executions[hall].State != fleet.ExecQueued {
+				t.Errorf("detail = %+v", d)
 			}
 		}},
 		{name: "skill search", args: []string{"skill", "search", "weather", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var v struct{ Results []fleetclient.SearchResult }
-			if err := json.Unmarshal(out, &v); err != nil || len(v.Results) != 1 || v.Results[0].Skill.SkillID != "weather.chorus" || v.Results[0].Score != 1.5 {
-				t.Errorf("results = %+v (%v)", v.Results, err)
+			var v api.SearchResponse
+			decodeOut(t, string(out), &v)
+			if len(v.Results) == 0 || v.Results[0].Skill.SkillID != "weather.chorus" || v.Results[0].Score <= 0 {
+				t.Errorf("results = %+v", v.Results)
 			}
 		}},
-		{name: "audit", args: []string{"audit", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var v struct{ Entries []fleetclient.AuditEntry }
-			if err := json.Unmarshal(out, &v); err != nil || len(v.Entries) != 1 || v.Entries[0].Action != "device.add" {
-				t.Errorf("entries = %+v (%v)", v.Entries, err)
+		{name: "audit", args: []string{"audit", "--subject", "device/hall", "-o", "json"}, check: func(t *testing.T, out []byte) {
+			var v api.AuditResponse
+			decodeOut(t, string(out), &v)
+			if len(v.Entries) != 1 || v.Entries[0].Action != "device.add" || !sameJSON(t, v.Entries[0].Detail, `{"tags":["home","quiet"]}`) {
+				t.Errorf("entries = %+v", v.Entries)
 			}
 		}},
 		{name: "device add", args: []string{"device", "add", "pi-1", "-o", "json"}, check: func(t *testing.T, out []byte) {
-			var v fleetclient.Enrolled
-			if err := json.Unmarshal(out, &v); err != nil || v.Device.ID != "pi-1" || v.Credentials.Password != "secret-pi-1" {
-				t.Errorf("enrolled = %+v (%v)", v, err)
+			var v api.Enrolled
+			decodeOut(t, string(out), &v)
+			if v.Device.ID != "pi-1" || v.Credentials.Device != "pi-1" || !shared.m.Fleet().VerifyDevice("pi-1", v.Credentials.Password) {
+				t.Errorf("enrolled = %+v; want pi-1 with credentials the gateway accepts", v)
 			}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newFakeGateway(t)
-			r := chorus(fleetCtx(t), g.env(), append([]string{"fleet"}, tt.args...)...)
+			r := chorus(fleetCtx(t), shared.front(t).env(), append([]string{"fleet"}, tt.args...)...)
 			if r.code != 0 {
 				t.Fatalf("exit code = %d, stderr %s", r.code, r.stderr)
 			}
@@ -347,20 +384,21 @@ func TestFleetOutputJSON(t *testing.T) {
 // file with a wider mode, in the form `chorus agent --credentials` reads.
 func TestFleetCredentialsOut(t *testing.T) {
 	t.Parallel()
-	g := newFakeGateway(t)
+	g := startTestGateway(t)
 	dir := t.TempDir()
 	tests := []struct {
-		name, file, wantPassword string
-		args                     []string
+		name, file string
+		args       []string
 	}{
-		{name: "add", file: "pi-7.json", args: []string{"device", "add", "pi-7"}, wantPassword: "secret-pi-7"},
-		{name: "rotate over a file", file: "pi-7.json", args: []string{"device", "rotate", "pi-7"}, wantPassword: "rotated-pi-7"},
+		{name: "add", file: "pi-7.json", args: []string{"device", "add", "pi-7"}},
+		{name: "rotate over a file", file: "pi-7.json", args: []string{"device", "rotate", "pi-7"}},
 	}
 	os.WriteFile(filepath.Join(dir, "pi-7.json"), []byte("old"), 0o644)
+	var previous string        // the password the last step wrote
 	for _, tt := range tests { // in order: rotate needs the device
 		path := filepath.Join(dir, tt.file)
 		args := append(append([]string{"fleet"}, tt.args...), "--credentials-out", path)
-		r := chorus(fleetCtx(t), g.env(), args...)
+		r := chorus(fleetCtx(t), g.front(t).env(), args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "credentials written to "+path) {
 			t.Fatalf("%s: exit code %d, stdout %q, stderr %q", tt.name, r.code, r.stdout, r.stderr)
 		}
@@ -369,9 +407,13 @@ func TestFleetCredentialsOut(t *testing.T) {
 			t.Errorf("%s: %s mode = %v (%v), want 0600", tt.name, path, fi.Mode().Perm(), err)
 		}
 		c, err := configs.ReadAgentCredentials(path)
-		if err != nil || c.Password != tt.wantPassword || c.Device != "pi-7" {
-			t.Errorf("%s: credentials = %+v (%v), want password %s", tt.name, c, err, tt.wantPassword)
+		if err != nil || c.Device != "pi-7" || !g.m.Fleet().VerifyDevice("pi-7", c.Password) {
+			t.Errorf("%s: credentials = %+v (%v), want pi-7's, which the gateway accepts", tt.name, c, err)
 		}
+		if previous != "" && g.m.Fleet().VerifyDevice("pi-7", previous) {
+			t.Errorf("%s: the password before it still works", tt.name)
+		}
+		previous = c.Password
 	}
 }
 
@@ -379,7 +421,7 @@ func TestFleetCredentialsOut(t *testing.T) {
 // and refused devices are reported, the rest are enrolled, exit code 1.
 func TestFleetBulkAdd(t *testing.T) {
 	t.Parallel()
-	g := newFakeGateway(t)
+	g := startFleetGateway(t).front(t)
 	dir := t.TempDir()
 	from := filepath.Join(dir, "devices.csv")
 	credDir := filepath.Join(dir, "creds")
@@ -410,7 +452,7 @@ func TestFleetBulkAdd(t *testing.T) {
 		{Line: 2, ID: "pi-1", Status: "added", CredentialsFile: cred("pi-1")},
 		{Line: 3, ID: "pi-2", Status: "added", CredentialsFile: cred("pi-2")},
 		{Line: 4, Status: "failed", Error: "3 fields, want id,tag1;tag2"},
-		{Line: 5, ID: "kitchen", Status: "failed", Error: "device kitchen already exists"},
+		{Line: 5, ID: "kitchen", Status: "failed", Error: `device "kitchen" already exists`},
 		{Line: 7, Status: "failed", Error: `not a JSON object of id and tags: json: unknown field "tag"`},
 		{Line: 8, ID: "pi-1", Status: "failed", Error: "device pi-1 is already on line 2"},
 		{Line: 10, ID: "pi-5", Status: "added", CredentialsFile: cred("pi-5")},
@@ -448,7 +490,7 @@ func TestFleetBulkAdd(t *testing.T) {
 // TestFleetBulkAddText checks the per-line report of text output.
 func TestFleetBulkAddText(t *testing.T) {
 	t.Parallel()
-	g := newFakeGateway(t)
+	g := startTestGateway(t).front(t)
 	dir := t.TempDir()
 	from := filepath.Join(dir, "devices.jsonl")
 	os.WriteFile(from, []byte(`{"id":"pi-1"}`+"\n"+`{"id":"bad id"}`+"\n"), 0o644)
@@ -456,7 +498,7 @@ func TestFleetBulkAddText(t *testing.T) {
 	want := "" +
 		"LINE  ID      RESULT  DETAIL\n" +
 		"1     pi-1    added   " + filepath.Join(dir, "pi-1.json") + "\n" +
-		`2     bad id  failed  id "bad id": want [A-Za-z0-9._-], 1 to 64 characters` + "\n"
+		`2     bad id  failed  device id "bad id": only letters, digits, '.', '_' and '-' are allowed` + "\n"
 	if r.code != 1 || r.stdout != want {
 		t.Errorf("exit code %d, stdout:\n%s\nwant:\n%s", r.code, r.stdout, want)
 	}
@@ -467,13 +509,14 @@ func TestFleetBulkAddText(t *testing.T) {
 func TestFleetInstallUnresolved(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, skill, want string }{
-		{name: "typo", skill: "wether", want: "did you mean weather.chorus?"},
-		{name: "ambiguous", skill: "chorus", want: "is ambiguous: hello.chorus, weather.chorus"},
+		{name: "typo", skill: "wether", want: `no skill named "wether"; did you mean "weather.chorus"?`},
+		{name: "ambiguous", skill: "chorus", want: `skill name "chorus" is ambiguous: it could be "hello.chorus" or "weather.chorus"`},
 	}
+	shared := startFleetGateway(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newFakeGateway(t)
+			g := shared.front(t)
 			r := chorus(fleetCtx(t), g.env(), "fleet", "install", tt.skill, "--all", "--wait")
 			if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit code %d, stderr %q; want 1 and %q", r.code, r.stderr, tt.want)
@@ -489,25 +532,25 @@ func TestFleetInstallUnresolved(t *testing.T) {
 // succeeded, with the progress on stderr.
 func TestFleetWait(t *testing.T) {
 	t.Parallel()
-	step := func(state string, n fleetclient.Counts, execs ...fleetclient.Execution) fleetclient.RolloutDetail {
-		return fleetclient.RolloutDetail{Rollout: fleetclient.Rollout{ID: 2, SkillID: "weather.chorus", Action: "install", State: state, Counts: n}, Executions: execs}
+	step := func(state fleet.RolloutState, n api.Counts, execs ...api.Execution) api.RolloutDetail {
+		return api.RolloutDetail{Rollout: api.Rollout{ID: 2, SkillID: "weather.chorus", Action: "install", State: state, Counts: n}, Executions: execs}
 	}
-	succeeded := []fleetclient.RolloutDetail{
-		step("queued", fleetclient.Counts{Queued: 3}),
-		step("in_progress", fleetclient.Counts{Succeeded: 1, InProgress: 1, Queued: 1}),
-		step("in_progress", fleetclient.Counts{Succeeded: 2, InProgress: 1}),
-		step("succeeded", fleetclient.Counts{Succeeded: 3}),
+	succeeded := []api.RolloutDetail{
+		step("queued", api.Counts{Queued: 3}),
+		step("in_progress", api.Counts{Succeeded: 1, InProgress: 1, Queued: 1}),
+		step("in_progress", api.Counts{Succeeded: 2, InProgress: 1}),
+		step("succeeded", api.Counts{Succeeded: 3}),
 	}
-	failedEnd := step("failed", fleetclient.Counts{Succeeded: 1, Failed: 1, TimedOut: 1},
-		fleetclient.Execution{DeviceID: "kitchen", State: "succeeded"},
-		fleetclient.Execution{DeviceID: "hall", State: "failed", Reason: "sha256 mismatch"},
-		fleetclient.Execution{DeviceID: "porch", State: "timed_out"})
+	failedEnd := step("failed", api.Counts{Succeeded: 1, Failed: 1, TimedOut: 1},
+		api.Execution{DeviceID: "kitchen", State: "succeeded"},
+		api.Execution{DeviceID: "hall", State: "failed", Reason: "sha256 mismatch"},
+		api.Execution{DeviceID: "porch", State: "timed_out"})
 	failedEnd.Rollout.Reason = "failure threshold 20% reached"
-	failed := []fleetclient.RolloutDetail{step("in_progress", fleetclient.Counts{InProgress: 3}), failedEnd}
+	failed := []api.RolloutDetail{step("in_progress", api.Counts{InProgress: 3}), failedEnd}
 	tests := []struct {
 		name       string
 		args       []string
-		script     []fleetclient.RolloutDetail
+		script     []api.RolloutDetail
 		wantCode   int
 		wantStderr []string
 		wantStdout string
@@ -575,7 +618,7 @@ func TestFleetSkillPublish(t *testing.T) {
 	for _, arg := range []string{skillDir, archive} {
 		t.Run(filepath.Base(arg), func(t *testing.T) {
 			t.Parallel()
-			g := newFakeGateway(t)
+			g := startTestGateway(t).front(t)
 			r := chorus(fleetCtx(t), g.env(), "fleet", "skill", "publish", arg)
 			if want := "published hello.chorus 1.0.0 (sha256 " + info.SHA256; r.code != 0 || !strings.Contains(r.stdout, want) {
 				t.Fatalf("exit code %d, stdout %q, stderr %q; want %q", r.code, r.stdout, r.stderr, want)
@@ -589,7 +632,7 @@ func TestFleetSkillPublish(t *testing.T) {
 	}
 	t.Run("missing", func(t *testing.T) {
 		t.Parallel()
-		g := newFakeGateway(t)
+		g := newFront(t, "t", http.NotFoundHandler())
 		r := chorus(fleetCtx(t), g.env(), "fleet", "skill", "publish", filepath.Join(t.TempDir(), "nope"))
 		if r.code != 1 || !strings.Contains(r.stderr, "no such file") || len(g.lines()) > 0 {
 			t.Errorf("exit code %d, stderr %q, requests %q", r.code, r.stderr, g.lines())

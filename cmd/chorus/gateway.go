@@ -2,21 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"net"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/fleet/controller"
-	"github.com/chorus-edge/chorus/fleet/httpapi"
-	"github.com/chorus-edge/chorus/fleet/localauth"
-	"github.com/chorus-edge/chorus/fleet/sqlite"
-	"github.com/chorus-edge/chorus/gateway/topic"
+	"github.com/chorus-edge/chorus/fleet/external"
+	"github.com/chorus-edge/chorus/fleet/gatewayd"
 )
 
 // serveFlags are the flags `chorus gateway` and `chorus up` share; a flag the
@@ -79,18 +74,13 @@ func (a *app) newGatewayCmd() *cobra.Command {
 			if err := ext.check(); err != nil {
 				return err
 			}
-			var g *gatewayRun
-			if ext.broker == "external" {
-				g, err = a.startExternalGateway(cfg, ext)
-			} else {
-				g, err = a.startGateway(cfg, "")
-			}
+			g, err := a.startGateway(cmd.Context(), cfg, "", ext.config(a))
 			if err != nil {
 				return err
 			}
-			a.printUp(g.up, g.dataDir, false)
+			a.printUp(g.Up(), g.DataDir(), false)
 			<-cmd.Context().Done()
-			return g.close()
+			return g.Close()
 		},
 	}
 	f.register(cmd, broker.DefaultMQTTListen, "0.0.0.0:8080")
@@ -99,150 +89,29 @@ func (a *app) newGatewayCmd() *cobra.Command {
 	return cmd
 }
 
-// gatewayRun is a running gateway.
-type gatewayRun struct {
-	a       *app
-	dataDir string
-	broker  *broker.Broker
-	store   *sqlite.DB
-	fleet   *controller.Controller
-	token   string
-	http    *httpapi.Server
-	up      configs.Up
-	local   localauth.Local
-	ext     *externalRun // set when the broker is external (gateway_external.go)
-}
-
-// startGateway starts the broker, the fleet controller and the HTTP API,
-// and writes up.json. device, when set, also provisions a local device and
-// registers it in the fleet like any other (`chorus up`).
-func (a *app) startGateway(cfg configs.Config, device string) (*gatewayRun, error) {
+// startGateway tunes the GC for a gateway process and runs one
+// (fleet/gatewayd): on the embedded broker, or on ext's external broker when
+// ext is set. device, when set, also provisions a local device (`chorus up`).
+func (a *app) startGateway(ctx context.Context, cfg configs.Config, device string, ext *external.Config) (*gatewayd.Main, error) {
 	tuneGatewayGC()
-	local, err := localauth.LoadOrCreate(cfg.DataDir, device)
-	if err != nil {
-		return nil, err
-	}
-	accounts, err := local.Accounts()
-	if err != nil {
-		return nil, err
-	}
-	table, err := broker.NewTable(accounts...)
-	if err != nil {
-		return nil, err
-	}
-	bcfg, err := brokerConfig(cfg, a)
-	if err != nil {
-		return nil, err
-	}
-	b, err := broker.Start(bcfg, table)
-	if err != nil {
-		return nil, err
-	}
-	g := &gatewayRun{a: a, dataDir: cfg.DataDir, broker: b, local: local}
-	if err := g.start(cfg, accounts, device); err != nil {
-		_ = g.close()
-		return nil, err
-	}
-	g.setAvailability("online")
-	return g, nil
-}
-
-// start runs the fleet and the HTTP API over the running broker.
-func (g *gatewayRun) start(cfg configs.Config, accounts []broker.Account, device string) error {
-	ln, tlsCfg, err := listenHTTP(cfg)
-	if err != nil {
-		return err
-	}
-	g.up = configs.Up{MQTTURL: g.mqttURL(), HTTPURL: httpURL(ln, tlsCfg), Observer: g.local.Observer, Operator: g.local.Operator}
-	if err := g.startFleet(cfg, accounts, device); err != nil {
-		ln.Close()
-		return err
-	}
-	if err := g.startHTTP(ln, tlsCfg); err != nil {
-		return err
-	}
-	if g.local.Device != nil && device != "" {
-		agent := *g.local.Device
-		agent.MQTTURL, agent.ServerURL = g.up.MQTTURL, g.up.HTTPURL
-		g.up.Device, g.up.Agent = device, &agent
-	}
-	return configs.WriteUp(configs.UpPath(cfg.DataDir), g.up)
-}
-
-func listenHTTP(cfg configs.Config) (net.Listener, *tls.Config, error) {
-	tlsCfg, err := cfg.HTTP.TLS.Config()
-	if err != nil {
-		return nil, nil, fmt.Errorf("http.tls: %w", err)
-	}
-	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen http on %s: %w", cfg.HTTP.Listen, err)
-	}
-	return ln, tlsCfg, nil
-}
-
-func httpURL(ln net.Listener, tlsCfg *tls.Config) string {
-	if tlsCfg != nil {
-		return "https://" + ln.Addr().String()
-	}
-	return "http://" + ln.Addr().String()
-}
-
-func (g *gatewayRun) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
 	ver, _ := buildInfo()
-	var err error
-	g.http, err = httpapi.Start(httpapi.Config{
-		Listener: ln, TLS: tlsCfg, Version: ver, Logger: g.a.log.With("component", "http"),
-		Fleet: g.httpFleet(), Token: g.token, VerifyDevice: g.fleet.VerifyDevice, Metrics: g.fleet.Metrics(),
-		Health: g.health,
-	})
-	return err
+	m := gatewayd.New(gatewayd.Config{Config: &cfg, LocalDevice: device, External: ext,
+		ValidateSkill: validateSkill, Version: ver, Logger: a.log})
+	if err := m.Run(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
-func brokerConfig(cfg configs.Config, a *app) (broker.Config, error) {
-	tlsCfg, err := cfg.Broker.TLS.Config()
+// validateSkill checks an unpacked archive with the agent's own discovery
+// rules, so the fleet never publishes a skill an agent would refuse.
+func validateSkill(dir string) (controller.SkillInfo, error) {
+	s, err := discovery.Single(dir)
 	if err != nil {
-		return broker.Config{}, fmt.Errorf("broker.tls: %w", err)
+		return controller.SkillInfo{}, err
 	}
-	return broker.Config{
-		MQTTListen: cfg.Broker.MQTTListen, WSListen: cfg.Broker.WSListen, TLS: tlsCfg,
-		DataDir:          cfg.DataDir + "/broker",
-		MaxPacketSize:    uint32(cfg.Broker.MaxPacketSize),
-		MaxMessageExpiry: cfg.Broker.MaxMessageExpiry,
-		MaxInflight:      uint16(cfg.Broker.MaxInflight),
-		MaxWritesPending: int32(cfg.Broker.MaxWritesPending),
-		MaxClients:       cfg.Broker.MaxClients,
-		Logger:           a.log.With("component", "broker"),
-	}, nil
-}
-
-// setAvailability publishes the gateway's own retained availability.
-func (g *gatewayRun) setAvailability(state string) {
-	err := g.publish(broker.Message{Topic: topic.GatewayAvailability, Payload: []byte(state), QoS: 1, Retain: true})
-	if err != nil {
-		g.a.log.Warn("publish gateway availability", "error", err)
-	}
-}
-
-// close stops the gateway within 5 s: the HTTP API, the controller, the
-// store, then the broker. It tolerates a partial start.
-func (g *gatewayRun) close() error {
-	g.setAvailability("offline")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-	defer cancel()
-	var errs []error
-	if g.http != nil {
-		errs = append(errs, g.http.Close(ctx))
-	}
-	g.closeSync()
-	if g.fleet != nil {
-		errs = append(errs, g.fleet.Close())
-	}
-	if g.store != nil {
-		errs = append(errs, g.store.Close())
-	}
-	errs = append(errs, g.closeBroker())
-	return errors.Join(errs...)
+	return controller.SkillInfo{ID: s.ID, Version: s.Version, Title: s.ID, Description: s.Description,
+		Requirements: s.Requirements}, nil
 }
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }

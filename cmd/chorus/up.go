@@ -11,6 +11,7 @@ import (
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/agent"
+	"github.com/chorus-edge/chorus/fleet/gatewayd"
 )
 
 func (a *app) newUpCmd() *cobra.Command {
@@ -36,15 +37,15 @@ credentials for chorus bus, chorus fleet and any MQTT client.`,
 			if device == "" {
 				device = hostDeviceID()
 			}
-			g, err := a.startGateway(cfg, device)
+			g, err := a.startGateway(cmd.Context(), cfg, device, nil)
 			if err != nil {
 				return err
 			}
-			ac, err := a.upAgentConfig(cfg, g.up, skills, ws)
+			ac, err := a.upAgentConfig(cfg, g.Up(), skills, ws)
 			if err == nil {
 				err = a.runUp(cmd, g, ac)
 			}
-			return errors.Join(err, g.close())
+			return errors.Join(err, g.Close())
 		},
 	}
 	f.register(cmd, "127.0.0.1:1883", "127.0.0.1:8080")
@@ -54,7 +55,7 @@ credentials for chorus bus, chorus fleet and any MQTT client.`,
 	return cmd
 }
 
-func (a *app) runUp(cmd *cobra.Command, g *gatewayRun, ac agent.Config) error {
+func (a *app) runUp(cmd *cobra.Command, g *gatewayd.Main, ac agent.Config) error {
 	ag, err := agent.Start(cmd.Context(), ac)
 	if err != nil {
 		if cmd.Context().Err() != nil {
@@ -62,7 +63,7 @@ func (a *app) runUp(cmd *cobra.Command, g *gatewayRun, ac agent.Config) error {
 		}
 		return err
 	}
-	a.printUp(g.up, g.dataDir, true)
+	a.printUp(g.Up(), g.DataDir(), true)
 	if addr := ag.WSAddr(); addr != "" {
 		a.printf("  OVOS websocket  ws://%s%s\n", addr, ac.WSRoute)
 	}

@@ -19,9 +19,27 @@ type tableBox struct{ p atomic.Pointer[broker.Table] }
 func (c *Controller) rebuildTable(ctx context.Context) error {
 	c.tableMu.Lock()
 	defer c.tableMu.Unlock()
-	accts, err := c.registryAccounts(ctx)
+	accts, err := c.Accounts(ctx)
 	if err != nil {
 		return fmt.Errorf("rebuild auth table: %w", err)
+	}
+	t, err := broker.NewTable(accts...)
+	if err != nil {
+		return fmt.Errorf("rebuild auth table: %w", err)
+	}
+	c.cfg.Broker.SetTable(t)
+	c.table.p.Store(t)
+	return nil
+}
+
+// Accounts lists the accounts of the broker's auth table as the registry
+// holds them now: every device (with its skills' grants), integration and
+// operator, plus the LocalAccounts no registry account shadows. The
+// Mosquitto exports and the live sync (fleet/external) render this list.
+func (c *Controller) Accounts(ctx context.Context) ([]broker.Account, error) {
+	accts, err := c.registryAccounts(ctx)
+	if err != nil {
+		return nil, err
 	}
 	seen := make(map[string]bool, len(accts))
 	for _, a := range accts {
@@ -32,13 +50,7 @@ func (c *Controller) rebuildTable(ctx context.Context) error {
 			accts = append(accts, a)
 		}
 	}
-	t, err := broker.NewTable(accts...)
-	if err != nil {
-		return fmt.Errorf("rebuild auth table: %w", err)
-	}
-	c.cfg.Broker.SetTable(t)
-	c.table.p.Store(t)
-	return nil
+	return accts, nil
 }
 
 func (c *Controller) registryAccounts(ctx context.Context) ([]broker.Account, error) {

@@ -84,6 +84,14 @@ type Config struct {
 
 	// BrokerStats, when set, adds the broker's counters to Metrics.
 	BrokerStats func() broker.Stats
+
+	// SecretIssued, when set, is told each secret the controller creates
+	// (AddDevice, RotateDevice, AddIntegration, AddOperator) with its MQTT
+	// username, after the change is stored and the auth table rebuilt: the
+	// only moment the plaintext is known, for an external broker's password
+	// file or live sync (fleet/external). It runs on the caller's goroutine
+	// and must not block for long; it cannot fail the change.
+	SecretIssued func(ctx context.Context, username, secret string)
 }
 
 func (c *Config) setDefaults() {
@@ -107,6 +115,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxArchive <= 0 {
 		c.MaxArchive = 256 << 20
+	}
+	if c.SecretIssued == nil {
+		c.SecretIssued = func(context.Context, string, string) {}
 	}
 }
 

@@ -22,7 +22,9 @@ func (c *Controller) AddIntegration(ctx context.Context, actor, name string, all
 	}
 	c.audit(ctx, actor, "integration.add", "integration/"+name, map[string]any{"allow": i.Allow})
 	_ = c.registryChanged(ctx)
-	return i, configs.Credential{Username: "integration:" + name, Password: secret}, nil
+	creds := configs.Credential{Username: "integration:" + name, Password: secret}
+	c.cfg.SecretIssued(ctx, creds.Username, secret)
+	return i, creds, nil
 }
 
 // RemoveIntegration deletes an integration; connected clients using it are disconnected.
@@ -51,7 +53,9 @@ func (c *Controller) AddOperator(ctx context.Context, actor, name string) (*flee
 	}
 	c.audit(ctx, actor, "operator.add", "operator/"+name, nil)
 	_ = c.registryChanged(ctx)
-	return o, configs.Credential{Username: "operator:" + name, Password: secret}, nil
+	creds := configs.Credential{Username: "operator:" + name, Password: secret}
+	c.cfg.SecretIssued(ctx, creds.Username, secret)
+	return o, creds, nil
 }
 
 // RemoveOperator deletes an operator credential.

@@ -27,7 +27,9 @@ func (c *Controller) AddDevice(ctx context.Context, actor, id string, tags []str
 	c.audit(ctx, actor, "device.add", "device/"+id, map[string]any{"tags": d.Tags})
 	_ = c.registryChanged(ctx)
 	c.queue.Add(id) // publishes its first desired document
-	return d, c.credentials(d, secret, priv), nil
+	creds := c.credentials(d, secret, priv)
+	c.cfg.SecretIssued(ctx, creds.Username, secret)
+	return d, creds, nil
 }
 
 // RotateDevice replaces a device's secret and skill key; the old ones stop
@@ -43,7 +45,9 @@ func (c *Controller) RotateDevice(ctx context.Context, actor, id string) (*fleet
 	}
 	c.audit(ctx, actor, "device.rotate", "device/"+id, map[string]any{"key_version": d.KeyVersion})
 	_ = c.registryChanged(ctx)
-	return d, c.credentials(d, secret, priv), nil
+	creds := c.credentials(d, secret, priv)
+	c.cfg.SecretIssued(ctx, creds.Username, secret)
+	return d, creds, nil
 }
 
 // RemoveDevice deletes a device (its device assignments go, its unfinished

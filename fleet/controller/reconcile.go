@@ -24,18 +24,26 @@ func (c *Controller) runWorker() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, reconcileTimeout)
-		err := c.Reconcile(ctx, id)
+		res, err := c.Reconcile(ctx, id)
 		cancel()
-		if err != nil && c.ctx.Err() == nil {
+		switch {
+		case err == nil || c.ctx.Err() != nil:
+		case IsTerminal(err):
+			c.log.Error("reconcile failed; not retrying until the device changes", "device", id, "error", err)
+		default:
 			c.log.Warn("reconcile failed; retrying with backoff", "device", id, "error", err)
 		}
-		c.queue.Done(id, err)
+		c.queue.Done(id, res, err)
 	}
 }
 
 // Reconcile brings one device's published desired document and its
 // in-progress executions in line with the store. It is level-based and
-// idempotent (STYLE.md §6): it re-reads everything on every pass.
+// idempotent (STYLE.md §6): it re-reads everything on every pass. It says
+// what should happen next and the work queue does it (STYLE.md §15): a
+// Result with RequeueAfter while the device is behind its document, an
+// error to retry with backoff, or a TerminalError when retrying cannot help
+// (a desired document that cannot be encoded).
 //
 //  1. Recompute the desired document (assignments + tags + catalog); publish
 //     it, retained, when its version is newer than the last one published
@@ -48,38 +56,50 @@ func (c *Controller) runWorker() {
 // (or a stale re-publish) sits there (availability.go), and records the
 // device in the gateway's fleet summary (gatewaystate.go); after 1, its Home
 // Assistant topics (hareconcile.go).
-func (c *Controller) Reconcile(ctx context.Context, id string) (err error) {
+func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err error) {
 	defer func(start time.Time) { c.metrics.observeReconcile(start, c.cfg.Now(), err) }(c.cfg.Now())
 	d, err := c.store.GetDevice(ctx, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		c.removed(id)
-		return nil
+		return Result{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reconcile %s: %w", id, err)
+		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
 	rep, _ := parseReport(d.Reported) // validated when stored
 	c.gw.observe(d.ID, d.Online, loadedSkills(rep))
 	if err := c.reconcileAvailability(d); err != nil {
-		return fmt.Errorf("reconcile %s: availability: %w", id, err)
+		return Result{}, fmt.Errorf("reconcile %s: availability: %w", id, err)
 	}
 	doc, err := c.store.DesiredFor(ctx, id)
 	if err != nil {
-		return fmt.Errorf("reconcile %s: desired: %w", id, err)
+		return Result{}, fmt.Errorf("reconcile %s: desired: %w", id, err)
 	}
-	if err := c.publishIfNeeded(d, doc); err != nil {
-		return fmt.Errorf("reconcile %s: %w", id, err)
+	if res, err = c.publishIfNeeded(d, doc); err != nil {
+		return Result{}, reconcileError(id, err)
 	}
 	if err := c.reconcileHA(ctx, d); err != nil {
-		return fmt.Errorf("reconcile %s: %w", id, err)
+		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
 	if err := c.judge(ctx, d, doc, rep); err != nil {
-		return fmt.Errorf("reconcile %s: %w", id, err)
+		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
-	return nil
+	return res, nil
 }
 
-func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) error {
+// reconcileError names the device and keeps err's class (terminal or not).
+func reconcileError(id string, err error) error {
+	wrapped := fmt.Errorf("reconcile %s: %w", id, err)
+	if IsTerminal(err) {
+		return TerminalError(wrapped)
+	}
+	return wrapped
+}
+
+// publishIfNeeded publishes doc when the device has not been sent it, or
+// again when it is online and has stayed behind it for RepublishAge; while
+// it is behind, the result asks for a pass when that age is reached.
+func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) (Result, error) {
 	now := c.cfg.Now()
 	c.pubMu.Lock()
 	last, ok := c.published[d.ID]
@@ -92,36 +112,38 @@ func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) error {
 			"applied", d.AppliedVersion, "desired", doc.Version)
 	default:
 		if behind {
-			c.queue.AddAfter(d.ID, c.cfg.RepublishAge-now.Sub(last.at))
+			return Result{RequeueAfter: c.cfg.RepublishAge - now.Sub(last.at)}, nil
 		}
-		return nil
+		return Result{}, nil
 	}
 	if err := c.publishDesired(d.ID, doc); err != nil {
-		return err
+		return Result{}, err
 	}
 	c.pubMu.Lock()
 	c.published[d.ID] = publishedDoc{version: doc.Version, at: now}
 	c.pubMu.Unlock()
 	if behind {
-		c.queue.AddAfter(d.ID, c.cfg.RepublishAge)
+		return Result{RequeueAfter: c.cfg.RepublishAge}, nil
 	}
-	return nil
+	return Result{}, nil
 }
 
 // publishDesired publishes doc retained at QoS 1 on chorus/v1/<id>/desired,
-// encoded by gateway/desired exactly as the agent parses it.
+// encoded by gateway/desired exactly as the agent parses it. A document that
+// cannot be encoded is a TerminalError: the same store gives the same
+// document, so only a change to it can help (and queues the device again).
 func (c *Controller) publishDesired(id string, doc fleet.Desired) error {
 	wire, err := toWire(doc)
 	if err != nil {
-		return fmt.Errorf("desired document: %w", err)
+		return TerminalError(fmt.Errorf("desired document: %w", err))
 	}
 	b, err := desired.Encode(wire)
 	if err != nil {
-		return fmt.Errorf("desired document: %w", err)
+		return TerminalError(fmt.Errorf("desired document: %w", err))
 	}
 	t, err := topic.Desired(id)
 	if err != nil {
-		return err
+		return TerminalError(err)
 	}
 	if err := c.cfg.Broker.Publish(broker.Message{Topic: t, Payload: b, QoS: 1, Retain: true, ContentType: "application/json"}); err != nil {
 		return err

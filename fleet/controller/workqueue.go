@@ -6,10 +6,19 @@ import (
 )
 
 // workQueue is the reconciler's queue of device ids (controller-runtime's
-// workqueue, reduced): an id is queued at most once, is never handed to two
-// workers at once (an Add while it is being processed marks it dirty and
-// re-queues it on Done), and failures back off per id, so one stuck device
-// never holds a worker or another device's turn.
+// workqueue, reduced). Its guarantees:
+//
+//   - an id is queued at most once, however often it is added;
+//   - an id is never handed to two workers at once: an Add while it is being
+//     processed marks it dirty, and Done queues it again;
+//   - Done applies what the reconcile returned (the handler decides, not the
+//     reconciler): a retryable error queues the id again after a per-id
+//     exponential backoff (100ms doubling up to maxBackoff), so one stuck
+//     device never holds a worker or another device's turn; a terminal
+//     error or a success resets the backoff and queues nothing; a
+//     RequeueAfter queues it after that long;
+//   - AddAfter replaces a pending AddAfter or retry of the same id;
+//   - after ShutDown, Get returns ok false and nothing is queued any more.
 type workQueue struct {
 	maxBackoff time.Duration
 
@@ -95,28 +104,39 @@ func (q *workQueue) Get() (id string, ok bool) {
 	return id, true
 }
 
-// Done ends the processing of id. err != nil schedules a retry with
-// exponential backoff (100ms doubling up to maxBackoff); success resets it.
-func (q *workQueue) Done(id string, err error) {
+// Done ends the processing of id with what its reconcile returned, and
+// applies it (the type's comment). A dirty id is queued again at once, and
+// then a retryable error does not count as a failure.
+func (q *workQueue) Done(id string, res Result, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.processing, id)
-	if err == nil {
+	retry := err != nil && !IsTerminal(err)
+	if !retry {
 		delete(q.failures, id)
+	}
+	if res.RequeueAfter > 0 && err == nil {
+		q.afterLocked(id, res.RequeueAfter)
 	}
 	if q.dirty[id] {
 		delete(q.dirty, id)
 		q.addLocked(id)
 		return
 	}
-	if err != nil && !q.down {
+	if retry && !q.down {
 		n := q.failures[id]
 		q.failures[id] = n + 1
-		q.afterLocked(id, min(100*time.Millisecond<<min(n, 20), q.maxBackoff))
+		q.afterLocked(id, q.backoff(n))
 	}
 }
 
-// Forget drops the backoff state of id (its device was removed).
+// backoff is the wait before the retry after n earlier failures.
+func (q *workQueue) backoff(n int) time.Duration {
+	return min(100*time.Millisecond<<min(n, 20), q.maxBackoff)
+}
+
+// Forget drops the backoff state and any pending AddAfter of id (its
+// device was removed).
 func (q *workQueue) Forget(id string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

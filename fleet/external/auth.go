@@ -17,11 +17,18 @@ const (
 type Superuser struct{ Username, Password string }
 
 // Auth decides authentication and authorization requests from the table the
-// controller last set (Adapter.Table) and the controller's own account.
+// controller last set (Adapter.Table) and the controller's own account. It
+// is the gateway's httpapi.BrokerAuth on an external broker.
 type Auth struct {
 	Table func() *broker.Table
 	Super Superuser
+	// HTTPSecret is the shared secret the broker's HTTP requests carry
+	// (--broker-auth-secret); empty turns the endpoints off.
+	HTTPSecret string
 }
+
+// Secret is the shared secret of the HTTP auth endpoints.
+func (a Auth) Secret() string { return a.HTTPSecret }
 
 // Authenticate reports whether username and password prove an account, and
 // whether it is the superuser. Skills prove themselves with the signature

@@ -31,9 +31,9 @@ import (
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
-// Config configures a simulated fleet. MQTTAddr, ServerURL and Devices are
+// SimConfig configures a simulated fleet. MQTTAddr, ServerURL and Devices are
 // required.
-type Config struct {
+type SimConfig struct {
 	MQTTAddr  string // host:port of the broker's TCP listener
 	ServerURL string // the gateway's HTTP base URL (artifacts)
 	Devices   []Credential
@@ -53,7 +53,7 @@ type Config struct {
 
 // Fleet is a running simulated fleet.
 type Fleet struct {
-	cfg         Config
+	cfg         SimConfig
 	log         *slog.Logger
 	devices     []*device
 	localSkills []string
@@ -74,7 +74,7 @@ type Fleet struct {
 // Start connects every device with bounded concurrency and starts the
 // workers. It returns once every device is connected and has published its
 // state, or the first error (having closed what it started).
-func Start(ctx context.Context, cfg Config) (*Fleet, error) {
+func Start(ctx context.Context, cfg SimConfig) (*Fleet, error) {
 	if cfg.MQTTAddr == "" || cfg.ServerURL == "" || len(cfg.Devices) == 0 {
 		return nil, errors.New("fleetbench: MQTTAddr, ServerURL and Devices are required")
 	}

@@ -65,7 +65,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	if err := json.Unmarshal(in.Bytes(), &spec); err != nil {
 		return fmt.Errorf("fleetbench: spec: %w", err)
 	}
-	f, err := Start(ctx, Config{MQTTAddr: spec.MQTTAddr, ServerURL: spec.ServerURL, Devices: spec.Devices,
+	f, err := Start(ctx, SimConfig{MQTTAddr: spec.MQTTAddr, ServerURL: spec.ServerURL, Devices: spec.Devices,
 		LocalSkills: spec.LocalSkills, Workers: spec.Workers,
 		Progress: func(n, total int) { send(event{Event: "connecting", N: n, Total: total}) }})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -25,7 +27,7 @@ type Scenario struct {
 	Client  *fleetclient.Client
 	Sim     Sim
 	Devices int
-	Target  fleetclient.Target
+	Target  fleet.Target
 	SkillID string
 	// ArtifactBytes pads the skill's archive.
 	ArtifactBytes int
@@ -38,14 +40,14 @@ type Scenario struct {
 
 // PhaseResult is one rollout.
 type PhaseResult struct {
-	Action       string      `json:"action"`
-	RolloutID    int64       `json:"rollout_id"`
-	State        string      `json:"state"`
-	Device       Convergence `json:"device_convergence"` // per device: rollout created → its report met the goal
-	TotalMs      float64     `json:"total_ms"`           // rollout created → the rollout terminal (polled every 50 ms)
-	Counts       any         `json:"counts"`
-	Error        string      `json:"error,omitempty"`
-	ArtifactSize int64       `json:"artifact_size,omitempty"`
+	Action       fleet.RolloutAction `json:"action"`
+	RolloutID    int64               `json:"rollout_id"`
+	State        string              `json:"state"`
+	Device       Convergence         `json:"device_convergence"` // per device: rollout created → its report met the goal
+	TotalMs      float64             `json:"total_ms"`           // rollout created → the rollout terminal (polled every 50 ms)
+	Counts       any                 `json:"counts"`
+	Error        string              `json:"error,omitempty"`
+	ArtifactSize int64               `json:"artifact_size,omitempty"`
 }
 
 // Settle waits until every simulated device applied its first desired
@@ -86,28 +88,28 @@ func (s *Scenario) Settle(ctx context.Context) (time.Duration, error) {
 }
 
 // Publish packs and publishes the benchmark skill.
-func (s *Scenario) Publish(ctx context.Context) (fleetclient.SkillVersion, error) {
+func (s *Scenario) Publish(ctx context.Context) (fleet.SkillVersion, error) {
 	arch, err := SkillArchive(s.WorkDir, s.SkillID, "1.0.0", s.ArtifactBytes)
 	if err != nil {
-		return fleetclient.SkillVersion{}, err
+		return fleet.SkillVersion{}, err
 	}
 	return s.Client.Publish(ctx, bytes.NewReader(arch))
 }
 
 // Rollout runs one rollout of action and waits for both the devices and the
 // controller, bounded by ctx.
-func (s *Scenario) Rollout(ctx context.Context, action string) PhaseResult {
+func (s *Scenario) Rollout(ctx context.Context, action fleet.RolloutAction) PhaseResult {
 	res := PhaseResult{Action: action}
 	if s.Phase != nil {
-		s.Phase(action + ":start")
+		s.Phase(string(action) + ":start")
 	}
-	if err := s.Sim.Expect(ctx, s.SkillID, action == fleetclient.ActionInstall); err != nil {
+	if err := s.Sim.Expect(ctx, s.SkillID, action == fleet.RolloutInstall); err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	start := time.Now()
-	r, err := s.Client.CreateRollout(ctx, fleetclient.RolloutRequest{SkillID: s.SkillID, Action: action,
-		Targets: []fleetclient.Target{s.Target}, Strategy: fleetclient.Strategy{}})
+	r, err := s.Client.CreateRollout(ctx, api.RolloutRequest{SkillID: s.SkillID, Action: action,
+		Targets: []fleet.Target{s.Target}, Strategy: api.Strategy{}})
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -127,31 +129,22 @@ func (s *Scenario) Rollout(ctx context.Context, action string) PhaseResult {
 		res.Error = perr.Error()
 	}
 	if s.Phase != nil {
-		s.Phase(action + ":end")
+		s.Phase(string(action) + ":end")
 	}
 	return res
 }
 
+// waitRollout follows the rollout's counts (not its executions, which grow
+// with the fleet) every 50 ms until it is terminal.
 func (s *Scenario) waitRollout(ctx context.Context, id int64, start time.Time) (time.Duration, string, any, error) {
-	for {
-		rs, err := s.Client.Rollouts(ctx, "")
-		if err != nil {
-			return time.Since(start), "", nil, err
-		}
-		for _, r := range rs {
-			if r.ID == id && r.Terminal() {
-				return time.Since(start), r.State, r.Counts, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return time.Since(start), "unfinished", nil, fmt.Errorf("rollout %d: %w", id, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	d, err := s.Client.WaitRollout(ctx, id, fleetclient.WaitOptions{Interval: 50 * time.Millisecond, CountsOnly: true})
+	if err != nil {
+		return time.Since(start), "unfinished", nil, err
 	}
+	return time.Since(start), string(d.Rollout.State), d.Rollout.Counts, nil
 }
 
-func (s *Scenario) showProgress(action string, start time.Time) (stop func()) {
+func (s *Scenario) showProgress(action fleet.RolloutAction, start time.Time) (stop func()) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

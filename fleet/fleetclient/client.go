@@ -1,7 +1,8 @@
 // Package fleetclient is a client of the gateway's HTTP API (docs/api.md),
-// the API `chorus fleet` drives. It speaks the wire types and returns the
-// API's errors as *Error and transport failures as *UnreachableError; the
-// wording shown to an operator is the CLI's business.
+// the API `chorus fleet` drives. It decodes into the wire types of fleet/api,
+// the ones the server encodes, and returns the API's errors as *Error and
+// transport failures as *UnreachableError; the wording shown to an operator
+// is the CLI's business.
 package fleetclient
 
 import (
@@ -15,16 +16,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
-)
 
-// The error codes of docs/api.md.
-const (
-	CodeInvalid      = "invalid"
-	CodeUnauthorized = "unauthorized"
-	CodeNotFound     = "not_found"
-	CodeConflict     = "conflict"
-	CodeTooLarge     = "too_large"
-	CodeInternal     = "internal"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // maxResponse caps a JSON answer; 10,000 devices fit many times over.
@@ -73,7 +66,7 @@ func (c *Client) BaseURL() string { return c.base.String() }
 // from the HTTP status.
 type Error struct {
 	Status  int    // HTTP status
-	Code    string // one of the Code constants, "" when the reply was not the API's
+	Code    string // one of api's Code constants, "" when the reply was not the API's
 	Message string
 }
 
@@ -172,12 +165,7 @@ func (c *Client) newRequest(ctx context.Context, r request) (*http.Request, erro
 // decodeError reads the API's error form, or describes a foreign reply
 // (a proxy's 502 page, say) by its status and first line.
 func decodeError(resp *http.Response, body []byte) error {
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var e api.ErrorBody
 	if json.Unmarshal(body, &e) == nil && e.Error.Code != "" {
 		msg := e.Error.Message
 		if msg == "" {

@@ -4,34 +4,24 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
-// SkillGrant lets a skill emit management types despite the default ban
-// (docs/security.md, "Skill grants"). An empty Device means every device.
-type SkillGrant struct {
-	Skill     string    `json:"skill"`
-	Device    string    `json:"device,omitempty"`
-	Allow     []string  `json:"allow"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// SkillGrants lists every grant.
-func (c *Client) SkillGrants(ctx context.Context) ([]SkillGrant, error) {
-	var out struct {
-		Grants []SkillGrant `json:"grants"`
-	}
+// SkillGrants lists every grant: a skill's leave to emit management types
+// despite the default ban (docs/security.md, "Skill grants").
+func (c *Client) SkillGrants(ctx context.Context) ([]fleet.SkillGrant, error) {
+	var out api.GrantsResponse
 	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/skill-grants", out: &out})
 	return out.Grants, err
 }
 
-// PutSkillGrant creates or replaces the grant of g.Skill on g.Device.
-func (c *Client) PutSkillGrant(ctx context.Context, g SkillGrant) (SkillGrant, error) {
-	var out struct {
-		Grant SkillGrant `json:"grant"`
-	}
-	body := map[string]any{"device": g.Device, "allow": g.Allow}
+// PutSkillGrant creates or replaces the grant of g.Skill on g.Device (every
+// device when empty).
+func (c *Client) PutSkillGrant(ctx context.Context, g fleet.SkillGrant) (fleet.SkillGrant, error) {
+	var out api.GrantResponse
+	body := api.GrantRequest{Device: g.Device, Allow: g.Allow}
 	err := c.do(ctx, request{method: http.MethodPut, path: "/v1/skill-grants/" + seg(g.Skill), json: body, out: &out})
 	return out.Grant, err
 }

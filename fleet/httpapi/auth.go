@@ -4,6 +4,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // actor is the audit log's name for requests made with the operator token.
@@ -15,7 +17,7 @@ func (s *Server) operator(h http.HandlerFunc) http.HandlerFunc {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.Token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="chorus"`)
-			writeCode(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong operator token")
+			writeCode(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong operator token")
 			return
 		}
 		h(w, r)
@@ -28,7 +30,7 @@ func (s *Server) device(h http.HandlerFunc) http.HandlerFunc {
 		user, pass, ok := r.BasicAuth()
 		if !ok || s.cfg.VerifyDevice == nil || !s.cfg.VerifyDevice(user, pass) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="chorus"`)
-			writeCode(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong device credentials")
+			writeCode(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong device credentials")
 			return
 		}
 		h(w, r)

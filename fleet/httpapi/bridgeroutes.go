@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // RouteFleet is the part of the fleet that keeps bridging routes
@@ -34,10 +35,7 @@ func (s *Server) listRoutes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if rs == nil {
-		rs = []*fleet.Route{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"routes": rs})
+	writeJSON(w, http.StatusOK, api.RoutesResponse{Routes: api.Values(rs)})
 }
 
 func (s *Server) putRoute(w http.ResponseWriter, r *http.Request) {
@@ -45,23 +43,17 @@ func (s *Server) putRoute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req struct {
-		Hub                string   `json:"hub"`
-		Allow              []string `json:"allow"`
-		BlacklistedSkills  []string `json:"blacklisted_skills"`
-		BlacklistedIntents []string `json:"blacklisted_intents"`
-	}
+	var req api.RouteRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	rt, err := rf.PutRoute(r.Context(), actor, &fleet.Route{Satellite: r.PathValue("satellite"), Hub: req.Hub,
-		Allow: req.Allow, BlacklistedSkills: req.BlacklistedSkills, BlacklistedIntents: req.BlacklistedIntents})
+	rt, err := rf.PutRoute(r.Context(), actor, req.Route(r.PathValue("satellite")))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"route": rt})
+	writeJSON(w, http.StatusOK, api.RouteResponse{Route: *rt})
 }
 
 func (s *Server) removeRoute(w http.ResponseWriter, r *http.Request) {

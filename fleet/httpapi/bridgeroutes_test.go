@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 )
 
@@ -21,17 +22,6 @@ func routesEnv(t *testing.T) *httpapi.Server {
 	return srv
 }
 
-// routeJSON is a route as the API answers it.
-type routeJSON struct {
-	Satellite          string   `json:"satellite"`
-	Hub                string   `json:"hub"`
-	Allow              []string `json:"allow"`
-	BlacklistedSkills  []string `json:"blacklisted_skills"`
-	BlacklistedIntents []string `json:"blacklisted_intents"`
-	CreatedAt          string   `json:"created_at"`
-	UpdatedAt          string   `json:"updated_at"`
-}
-
 func errorMessage(b []byte) string {
 	var e struct {
 		Error struct{ Message string } `json:"error"`
@@ -40,10 +30,10 @@ func errorMessage(b []byte) string {
 	return e.Error.Message
 }
 
-func listRoutes(t *testing.T, srv *httpapi.Server) (raw string, routes []routeJSON) {
+func listRoutes(t *testing.T, srv *httpapi.Server) (raw string, routes []fleet.Route) {
 	t.Helper()
 	resp, b := do(t, srv, call{"GET", "/v1/routes", "", bearer(token)}, nil)
-	var out struct{ Routes []routeJSON }
+	var out struct{ Routes []fleet.Route }
 	if resp.StatusCode != 200 || json.Unmarshal(b, &out) != nil || out.Routes == nil {
 		t.Fatalf("list routes: %d %s", resp.StatusCode, b)
 	}
@@ -58,13 +48,13 @@ func TestRoutesAPIAddListRemove(t *testing.T) {
 	}
 
 	resp, b := do(t, srv, call{"PUT", "/v1/routes/pi-kitchen", `{"hub":"hub"}`, op}, nil)
-	var put struct{ Route routeJSON }
+	var put struct{ Route fleet.Route }
 	if resp.StatusCode != 200 || json.Unmarshal(b, &put) != nil {
 		t.Fatalf("put: %d %s", resp.StatusCode, b)
 	}
 	got := put.Route
 	if got.Satellite != "pi-kitchen" || got.Hub != "hub" || got.Allow == nil || len(got.Allow) != 0 ||
-		got.BlacklistedSkills == nil || got.BlacklistedIntents == nil || got.CreatedAt == "" {
+		got.BlacklistedSkills == nil || got.BlacklistedIntents == nil || got.CreatedAt.IsZero() {
 		t.Fatalf("put answered %s", b)
 	}
 
@@ -75,7 +65,7 @@ func TestRoutesAPIAddListRemove(t *testing.T) {
 		t.Fatalf("replace: %d %s", resp.StatusCode, b)
 	}
 	if r := put.Route; strings.Join(r.Allow, ",") != "ovos.utterance.handle,speak" || strings.Join(r.BlacklistedSkills, ",") != "music.skill" ||
-		strings.Join(r.BlacklistedIntents, ",") != "timer.skill:set" || r.CreatedAt != got.CreatedAt {
+		strings.Join(r.BlacklistedIntents, ",") != "timer.skill:set" || !r.CreatedAt.Equal(got.CreatedAt) {
 		t.Fatalf("replace answered %s (created_at was %s)", b, got.CreatedAt)
 	}
 	if resp, b = do(t, srv, call{"PUT", "/v1/routes/pi-bedroom", `{"hub":"hub"}`, op}, nil); resp.StatusCode != 200 {

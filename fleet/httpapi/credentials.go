@@ -2,29 +2,10 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
-
-type integrationView struct {
-	Name      string    `json:"name"`
-	Allow     []string  `json:"allow"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-type operatorView struct {
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func newIntegrationView(i *fleet.Integration) integrationView {
-	allow := i.Allow
-	if allow == nil {
-		allow = []string{}
-	}
-	return integrationView{Name: i.Name, Allow: allow, CreatedAt: i.CreatedAt}
-}
 
 func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) {
 	is, err := s.cfg.Fleet.ListIntegrations(r.Context())
@@ -32,18 +13,15 @@ func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]integrationView, 0, len(is))
+	out := api.IntegrationsResponse{Integrations: make([]fleet.Integration, 0, len(is))}
 	for _, i := range is {
-		out = append(out, newIntegrationView(i))
+		out.Integrations = append(out.Integrations, api.NewIntegration(i))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"integrations": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) addIntegration(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Name  string   `json:"name"`
-		Allow []string `json:"allow"`
-	}
+	var req api.IntegrationRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -53,7 +31,7 @@ func (s *Server) addIntegration(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"integration": newIntegrationView(i), "credentials": creds})
+	writeJSON(w, http.StatusCreated, api.IntegrationAdded{Integration: api.NewIntegration(i), Credentials: creds})
 }
 
 func (s *Server) removeIntegration(w http.ResponseWriter, r *http.Request) {
@@ -70,17 +48,11 @@ func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]operatorView, 0, len(os))
-	for _, o := range os {
-		out = append(out, operatorView{Name: o.Name, CreatedAt: o.CreatedAt})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"operators": out})
+	writeJSON(w, http.StatusOK, api.OperatorsResponse{Operators: api.Values(os)})
 }
 
 func (s *Server) addOperator(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Name string `json:"name"`
-	}
+	var req api.OperatorRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -90,7 +62,7 @@ func (s *Server) addOperator(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"operator": operatorView{Name: o.Name, CreatedAt: o.CreatedAt}, "credentials": creds})
+	writeJSON(w, http.StatusCreated, api.OperatorAdded{Operator: *o, Credentials: creds})
 }
 
 func (s *Server) removeOperator(w http.ResponseWriter, r *http.Request) {

@@ -3,17 +3,14 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // deviceSkills is a device asking for its own skills (SKILL_MANAGER §10).
 // The device is the Basic auth user that s.device verified; the body names
 // no device, so a device can only ever change its own assignments.
 func (s *Server) deviceSkills(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Action   fleet.AssignmentAction `json:"action"`
-		Packages []string               `json:"packages"`
-	}
+	var req api.DeviceSkillsRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -24,9 +21,5 @@ func (s *Server) deviceSkills(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	skills := doc.Skills
-	if skills == nil {
-		skills = map[string]fleet.DesiredSkill{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"desired_version": doc.Version, "skills": skills})
+	writeJSON(w, http.StatusOK, api.NewDeviceSkillsResponse(doc))
 }

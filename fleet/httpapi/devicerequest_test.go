@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 )
@@ -36,15 +37,10 @@ func deviceRequestEnv(t *testing.T) (srv *httpapi.Server, ctl *controller.Contro
 	return srv, ctl, pass
 }
 
-type deviceAnswer struct {
-	DesiredVersion int64                         `json:"desired_version"`
-	Skills         map[string]fleet.DesiredSkill `json:"skills"`
-}
-
-func requestSkills(t *testing.T, srv *httpapi.Server, auth func(*http.Request), body string) (int, deviceAnswer, []byte) {
+func requestSkills(t *testing.T, srv *httpapi.Server, auth func(*http.Request), body string) (int, api.DeviceSkillsResponse, []byte) {
 	t.Helper()
 	resp, b := do(t, srv, call{"POST", "/v1/device/skills", body, auth}, nil)
-	var out deviceAnswer
+	var out api.DeviceSkillsResponse
 	if resp.StatusCode == 200 {
 		if err := json.Unmarshal(b, &out); err != nil {
 			t.Fatalf("answer %s: %v", b, err)

@@ -3,15 +3,17 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
-func (s *Server) view(r *http.Request, d *fleet.Device) (deviceView, error) {
+func (s *Server) view(r *http.Request, d *fleet.Device) (api.Device, error) {
 	want, err := s.cfg.Fleet.DesiredOf(r.Context(), d.ID)
 	if err != nil {
-		return deviceView{}, err
+		return api.Device{}, err
 	}
-	return newDeviceView(d, want), nil
+	return api.NewDevice(d, want), nil
 }
 
 func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
@@ -21,23 +23,20 @@ func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]deviceView, 0, len(ds))
+	out := api.DevicesResponse{Devices: make([]api.Device, 0, len(ds))}
 	for _, d := range ds {
 		v, err := s.view(r, d)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		out = append(out, v)
+		out.Devices = append(out.Devices, v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"devices": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) addDevice(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		ID   string   `json:"id"`
-		Tags []string `json:"tags"`
-	}
+	var req api.AddDeviceRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -47,20 +46,26 @@ func (s *Server) addDevice(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.answerDevice(w, r, http.StatusCreated, d, creds)
+	s.answerEnrolled(w, r, http.StatusCreated, d, creds)
 }
 
-func (s *Server) answerDevice(w http.ResponseWriter, r *http.Request, status int, d *fleet.Device, creds any) {
+// answerEnrolled answers a device with its credentials, shown only here.
+func (s *Server) answerEnrolled(w http.ResponseWriter, r *http.Request, status int, d *fleet.Device, creds configs.AgentCredentials) {
 	v, err := s.view(r, d)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	body := map[string]any{"device": v}
-	if creds != nil {
-		body["credentials"] = creds
+	writeJSON(w, status, api.Enrolled{Device: v, Credentials: creds})
+}
+
+func (s *Server) answerDevice(w http.ResponseWriter, r *http.Request, d *fleet.Device) {
+	v, err := s.view(r, d)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	writeJSON(w, status, body)
+	writeJSON(w, http.StatusOK, api.DeviceResponse{Device: v})
 }
 
 func (s *Server) getDevice(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +74,7 @@ func (s *Server) getDevice(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.answerDevice(w, r, http.StatusOK, d, nil)
+	s.answerDevice(w, r, d)
 }
 
 func (s *Server) removeDevice(w http.ResponseWriter, r *http.Request) {
@@ -81,9 +86,7 @@ func (s *Server) removeDevice(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setTags(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Tags []string `json:"tags"`
-	}
+	var req api.TagsRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -96,7 +99,7 @@ func (s *Server) setTags(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.answerDevice(w, r, http.StatusOK, d, nil)
+	s.answerDevice(w, r, d)
 }
 
 func (s *Server) rotateDevice(w http.ResponseWriter, r *http.Request) {
@@ -105,5 +108,5 @@ func (s *Server) rotateDevice(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.answerDevice(w, r, http.StatusOK, d, creds)
+	s.answerEnrolled(w, r, http.StatusOK, d, creds)
 }

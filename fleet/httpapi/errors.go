@@ -7,37 +7,18 @@ import (
 	"strconv"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
-// API error codes beyond fleet's (docs/api.md "Errors").
-const (
-	codeUnauthorized = "unauthorized"
-	codeTooLarge     = "too_large"
-)
-
-// Body caps (docs/api.md).
-const (
-	maxJSONBody    = 1 << 20
-	maxArchiveBody = 256 << 20
-)
-
+// statusOf maps the error codes of docs/api.md to their HTTP status.
 var statusOf = map[string]int{
-	fleet.EINVALID:     http.StatusBadRequest,
-	codeUnauthorized:   http.StatusUnauthorized,
-	fleet.ENOTFOUND:    http.StatusNotFound,
-	fleet.ECONFLICT:    http.StatusConflict,
-	codeTooLarge:       http.StatusRequestEntityTooLarge,
-	fleet.EINTERNAL:    http.StatusInternalServerError,
-	fleet.EUNAVAILABLE: http.StatusServiceUnavailable,
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	api.CodeInvalid:      http.StatusBadRequest,
+	api.CodeUnauthorized: http.StatusUnauthorized,
+	api.CodeNotFound:     http.StatusNotFound,
+	api.CodeConflict:     http.StatusConflict,
+	api.CodeTooLarge:     http.StatusRequestEntityTooLarge,
+	api.CodeInternal:     http.StatusInternalServerError,
+	api.CodeUnavailable:  http.StatusServiceUnavailable,
 }
 
 // writeError answers err as {"error": {"code", "message"}}: fleet error
@@ -47,7 +28,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	code, msg := fleet.ErrorCode(err), fleet.ErrorMessage(err)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		code, msg = codeTooLarge, "request body over the limit of "+sizeText(tooBig.Limit)
+		code, msg = api.CodeTooLarge, "request body over the limit of "+sizeText(tooBig.Limit)
 	}
 	status, ok := statusOf[code]
 	if !ok {
@@ -56,11 +37,11 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	if code == fleet.EINTERNAL || code == fleet.EUNAVAILABLE {
 		log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, api.ErrorBody{Error: api.ErrorDetail{Code: code, Message: msg}})
 }
 
 func writeCode(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, api.ErrorBody{Error: api.ErrorDetail{Code: code, Message: msg}})
 }
 
 func sizeText(n int64) string {

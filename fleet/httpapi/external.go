@@ -9,39 +9,34 @@ import (
 	"strings"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
-// MosquittoExporter is a Fleet that can render its auth table as a
-// Mosquitto 2 password file and ACL file (fleet/mosquittoexport). A Fleet
-// without it answers GET /v1/export/mosquitto with 404.
-type MosquittoExporter interface {
+// Exports renders the fleet's auth table for Mosquitto 2
+// (fleet/external.Exporter): the password and ACL files, and the config file
+// of the dynamic-security plugin, skills included. Without it (Config.Exports
+// nil) GET /v1/export/mosquitto and .../dynsec answer 404.
+type Exports interface {
 	ExportMosquitto(ctx context.Context) (passwordFile, aclFile []byte, skipped []string, err error)
-}
-
-// DynSecExporter is a Fleet that can render its auth table, skills
-// included, as the config file of Mosquitto's dynamic-security plugin
-// (fleet/mosquittoexport.RenderDynSec). A Fleet without it answers
-// GET /v1/export/mosquitto/dynsec with 404.
-type DynSecExporter interface {
 	ExportMosquittoDynSec(ctx context.Context) (file []byte, skipped []string, err error)
 }
 
-// BrokerAuth is a Fleet that answers an external broker's HTTP auth backend
-// (the request shape EMQX's HTTP authenticator and authorizer send). The
-// endpoints are off (404) unless BrokerAuthSecret is non-empty; every request
-// must carry it in the EMQXSecretHeader header.
+// BrokerAuth answers an external broker's HTTP auth backend (the request
+// shape EMQX's HTTP authenticator and authorizer send; fleet/external.Auth).
+// The endpoints are off (404) unless Secret is non-empty; every request must
+// carry it in the EMQXSecretHeader header.
 type BrokerAuth interface {
-	BrokerAuthSecret() string
-	BrokerAuthenticate(username, password string) (ok, superuser bool)
-	BrokerAuthorize(username, topic, action string, retain bool) bool
+	Secret() string
+	Authenticate(username, password string) (ok, superuser bool)
+	Authorize(username, topic, action string, retain bool) bool
 }
 
 // EMQXSecretHeader carries the shared secret of the broker auth endpoints.
 const EMQXSecretHeader = "X-Chorus-Broker-Secret"
 
 func (s *Server) exportMosquitto(w http.ResponseWriter, r *http.Request) {
-	ex, ok := s.cfg.Fleet.(MosquittoExporter)
-	if !ok {
+	ex := s.cfg.Exports
+	if ex == nil {
 		writeCode(w, http.StatusNotFound, fleet.ENOTFOUND, "this gateway does not export Mosquitto files")
 		return
 	}
@@ -53,13 +48,13 @@ func (s *Server) exportMosquitto(w http.ResponseWriter, r *http.Request) {
 	if skipped == nil {
 		skipped = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"password_file": string(pw), "acl_file": string(acl), "skipped": skipped})
+	writeJSON(w, http.StatusOK, api.MosquittoExport{PasswordFile: string(pw), ACLFile: string(acl), Skipped: skipped})
 }
 
 // exportDynSec answers {"dynamic_security": <the plugin's file>, "skipped": [...]}.
 func (s *Server) exportDynSec(w http.ResponseWriter, r *http.Request) {
-	ex, ok := s.cfg.Fleet.(DynSecExporter)
-	if !ok {
+	ex := s.cfg.Exports
+	if ex == nil {
 		writeCode(w, http.StatusNotFound, fleet.ENOTFOUND, "this gateway does not export a Mosquitto dynamic-security file")
 		return
 	}
@@ -71,20 +66,20 @@ func (s *Server) exportDynSec(w http.ResponseWriter, r *http.Request) {
 	if skipped == nil {
 		skipped = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"dynamic_security": json.RawMessage(file), "skipped": skipped})
+	writeJSON(w, http.StatusOK, api.MosquittoDynSec{DynamicSecurity: file, Skipped: skipped})
 }
 
 // brokerAuth checks the shared secret and hands the decoded body to h.
 func (s *Server) brokerAuth(h func(BrokerAuth, map[string]json.RawMessage) any) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ba, ok := s.cfg.Fleet.(BrokerAuth)
-		if !ok || ba.BrokerAuthSecret() == "" {
+		ba := s.cfg.BrokerAuth
+		if ba == nil || ba.Secret() == "" {
 			writeCode(w, http.StatusNotFound, fleet.ENOTFOUND, "broker HTTP auth is not enabled on this gateway")
 			return
 		}
 		got := r.Header.Get(EMQXSecretHeader)
-		if subtle.ConstantTimeCompare([]byte(got), []byte(ba.BrokerAuthSecret())) != 1 {
-			writeCode(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong "+EMQXSecretHeader)
+		if subtle.ConstantTimeCompare([]byte(got), []byte(ba.Secret())) != 1 {
+			writeCode(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong "+EMQXSecretHeader)
 			return
 		}
 		// EMQX sends what its body template names: unknown fields are
@@ -116,8 +111,8 @@ func result(allow bool) string {
 // emqxAuthn answers {"username","password","clientid"} with
 // {"result":"allow"|"deny","is_superuser":bool}.
 func (s *Server) emqxAuthn(ba BrokerAuth, body map[string]json.RawMessage) any {
-	ok, super := ba.BrokerAuthenticate(field(body, "username"), field(body, "password"))
-	return map[string]any{"result": result(ok), "is_superuser": super}
+	ok, super := ba.Authenticate(field(body, "username"), field(body, "password"))
+	return api.EMQXAuthnResult{Result: result(ok), IsSuperuser: super}
 }
 
 // emqxAuthz answers {"username","topic","action"[,"retain"]} with
@@ -128,6 +123,6 @@ func (s *Server) emqxAuthz(ba BrokerAuth, body map[string]json.RawMessage) any {
 		r := strings.ToLower(field(body, "retain"))
 		retain = r == "true" || r == "1"
 	}
-	ok := ba.BrokerAuthorize(field(body, "username"), field(body, "topic"), field(body, "action"), retain)
-	return map[string]any{"result": result(ok)}
+	ok := ba.Authorize(field(body, "username"), field(body, "topic"), field(body, "action"), retain)
+	return api.EMQXAuthzResult{Result: result(ok)}
 }

@@ -10,18 +10,18 @@ import (
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 )
 
-// brokerAuthFleet is a Fleet with the optional broker-auth and export methods;
+// brokerAuthFleet is a fake of the broker-auth decisions and the exports;
 // the embedded nil Fleet is never called by these endpoints.
 type brokerAuthFleet struct {
 	httpapi.Fleet
 	secret string
 }
 
-func (f brokerAuthFleet) BrokerAuthSecret() string { return f.secret }
-func (f brokerAuthFleet) BrokerAuthenticate(u, p string) (bool, bool) {
+func (f brokerAuthFleet) Secret() string { return f.secret }
+func (f brokerAuthFleet) Authenticate(u, p string) (bool, bool) {
 	return u == "pi-1" && p == "pw" || u == "controller" && p == "c", u == "controller"
 }
-func (f brokerAuthFleet) BrokerAuthorize(u, topic, action string, retain bool) bool {
+func (f brokerAuthFleet) Authorize(u, topic, action string, retain bool) bool {
 	return u == "pi-1" && action == "publish" && topic == "chorus/v1/pi-1/availability" && retain
 }
 func (f brokerAuthFleet) ExportMosquitto(context.Context) ([]byte, []byte, []string, error) {
@@ -32,7 +32,8 @@ func (f brokerAuthFleet) ExportMosquittoDynSec(context.Context) ([]byte, []strin
 }
 
 func TestBrokerAuthEndpoints(t *testing.T) {
-	srv, err := httpapi.Start(httpapi.Config{Listen: "127.0.0.1:0", Fleet: brokerAuthFleet{secret: "s3"}, Token: "tok"})
+	srv, err := httpapi.Start(httpapi.Config{Listen: "127.0.0.1:0", Fleet: brokerAuthFleet{secret: "s3"}, Token: "tok",
+		Exports: brokerAuthFleet{}, BrokerAuth: brokerAuthFleet{secret: "s3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestBrokerAuthEndpoints(t *testing.T) {
 	}
 
 	// No secret configured: the endpoints are off.
-	off, err := httpapi.Start(httpapi.Config{Listen: "127.0.0.1:0", Fleet: brokerAuthFleet{}, Token: "tok"})
+	off, err := httpapi.Start(httpapi.Config{Listen: "127.0.0.1:0", Fleet: brokerAuthFleet{}, Token: "tok", BrokerAuth: brokerAuthFleet{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // Skill grants (docs/api.md, "Skill grants"; docs/security.md).
@@ -14,17 +15,11 @@ func (s *Server) listSkillGrants(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if gs == nil {
-		gs = []*fleet.SkillGrant{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"grants": gs})
+	writeJSON(w, http.StatusOK, api.GrantsResponse{Grants: api.Values(gs)})
 }
 
 func (s *Server) putSkillGrant(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Device string   `json:"device"`
-		Allow  []string `json:"allow"`
-	}
+	var req api.GrantRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -34,7 +29,7 @@ func (s *Server) putSkillGrant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"grant": g})
+	writeJSON(w, http.StatusOK, api.GrantResponse{Grant: *g})
 }
 
 // removeSkillGrant deletes the grant of {skill} on ?device=D, or the

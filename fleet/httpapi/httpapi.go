@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // Config configures the server.
@@ -27,8 +29,10 @@ type Config struct {
 	Listener net.Listener
 	TLS      *tls.Config // nil = plain HTTP
 	Version  string
-	Health   func() map[string]any // extra fields for /healthz (e.g. broker counters)
-	Logger   *slog.Logger
+	// MQTT, when set, describes the broker on /healthz (its counters, or
+	// the external broker's URL).
+	MQTT   func() *api.MQTTHealth
+	Logger *slog.Logger
 
 	// Fleet serves the /v1 API; nil serves /healthz only.
 	Fleet Fleet
@@ -37,6 +41,10 @@ type Config struct {
 	// VerifyDevice checks a device's own MQTT username and secret for
 	// artifact downloads (the controller's VerifyDevice).
 	VerifyDevice func(username, password string) bool
+	// Exports serves the Mosquitto exports; nil answers them 404.
+	Exports Exports
+	// BrokerAuth serves the EMQX-shaped auth endpoints; nil answers them 404.
+	BrokerAuth BrokerAuth
 	// Metrics is served on GET /metrics, unauthenticated (metrics.go); nil
 	// serves no /metrics.
 	Metrics prometheus.Gatherer
@@ -94,11 +102,9 @@ func (s *Server) routes() http.Handler {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	body := map[string]any{"status": "ok", "version": s.cfg.Version}
-	if s.cfg.Health != nil {
-		for k, v := range s.cfg.Health() {
-			body[k] = v
-		}
+	body := api.Health{Status: "ok", Version: s.cfg.Version}
+	if s.cfg.MQTT != nil {
+		body.MQTT = s.cfg.MQTT()
 	}
 	writeJSON(w, http.StatusOK, body)
 }

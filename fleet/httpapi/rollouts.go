@@ -4,21 +4,16 @@ import (
 	"net/http"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 func (s *Server) createRollout(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		SkillID  string              `json:"skill_id"`
-		Version  string              `json:"version"`
-		Action   fleet.RolloutAction `json:"action"`
-		Targets  []fleet.Target      `json:"targets"`
-		Strategy strategyView        `json:"strategy"`
-	}
+	var req api.RolloutRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	st, err := req.Strategy.strategy()
+	st, err := req.Strategy.Strategy()
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -29,7 +24,7 @@ func (s *Server) createRollout(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"rollout": newRolloutView(ro)})
+	writeJSON(w, http.StatusCreated, api.RolloutResponse{Rollout: api.NewRollout(ro)})
 }
 
 func (s *Server) listRollouts(w http.ResponseWriter, r *http.Request) {
@@ -42,11 +37,7 @@ func (s *Server) listRollouts(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]rolloutView, 0, len(rs))
-	for _, ro := range rs {
-		out = append(out, newRolloutView(ro))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"rollouts": out})
+	writeJSON(w, http.StatusOK, api.RolloutsResponse{Rollouts: api.NewRollouts(rs)})
 }
 
 func (s *Server) getRollout(w http.ResponseWriter, r *http.Request) {
@@ -60,11 +51,7 @@ func (s *Server) getRollout(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]executionView, 0, len(execs))
-	for _, e := range execs {
-		out = append(out, newExecutionView(e))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"rollout": newRolloutView(ro), "executions": out})
+	writeJSON(w, http.StatusOK, api.RolloutDetail{Rollout: api.NewRollout(ro), Executions: api.NewExecutions(execs)})
 }
 
 func (s *Server) pauseRollout(w http.ResponseWriter, r *http.Request) {
@@ -76,9 +63,7 @@ func (s *Server) resumeRollout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) abortRollout(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Rollback bool `json:"rollback"`
-	}
+	var req api.AbortRequest
 	if err := decodeJSON(w, r, &req, true); err != nil {
 		s.fail(w, r, err)
 		return
@@ -99,7 +84,7 @@ func (s *Server) rolloutAction(w http.ResponseWriter, r *http.Request, do func(i
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rollout": newRolloutView(ro)})
+	writeJSON(w, http.StatusOK, api.RolloutResponse{Rollout: api.NewRollout(ro)})
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
@@ -113,8 +98,5 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if es == nil {
-		es = []*fleet.AuditEntry{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": es})
+	writeJSON(w, http.StatusOK, api.AuditResponse{Entries: api.Values(es)})
 }

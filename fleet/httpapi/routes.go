@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 // fleetRoutes registers the /v1 API of docs/api.md.
@@ -67,15 +68,16 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, s.cfg.Logger, r, err)
 }
 
-// decodeJSON reads a JSON body of at most maxJSONBody bytes into v. An
+// decodeJSON reads a JSON body of at most api.MaxJSONBody bytes into v. An
 // empty body leaves v as it is when optional; unknown fields are refused so
 // a misspelled field is an error, not a silent default.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	body := http.MaxBytesReader(w, r.Body, maxJSONBody)
+	body := http.MaxBytesReader(w, r.Body, api.MaxJSONBody)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	var tooBig *http.MaxBytesError
+	var invalid *fleet.Error
 	switch {
 	case errors.Is(err, io.EOF) && optional:
 		return nil
@@ -83,6 +85,8 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) er
 		return fleet.Errorf(fleet.EINVALID, "request body: want a JSON object")
 	case errors.As(err, &tooBig):
 		return err
+	case errors.As(err, &invalid):
+		return err // a field's own check (api.Duration), naming the field
 	case err != nil:
 		return fleet.Errorf(fleet.EINVALID, "request body: %v", err)
 	}

@@ -1,20 +1,20 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
 )
 
 func (s *Server) publishSkill(w http.ResponseWriter, r *http.Request) {
-	body := http.MaxBytesReader(w, r.Body, maxArchiveBody)
+	body := http.MaxBytesReader(w, r.Body, api.MaxArchiveBody)
 	v, err := s.cfg.Fleet.PublishSkill(r.Context(), actor, body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"skill": newSkillView(v)})
+	writeJSON(w, http.StatusCreated, api.SkillResponse{Skill: api.NewSkillVersion(v)})
 }
 
 func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
@@ -23,7 +23,7 @@ func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"skills": skillViews(vs)})
+	writeJSON(w, http.StatusOK, api.SkillsResponse{Skills: api.NewSkillVersions(vs)})
 }
 
 func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
@@ -32,12 +32,7 @@ func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"skill": newSkillView(latest), "versions": skillViews(all)})
-}
-
-type searchHit struct {
-	Skill skillView `json:"skill"`
-	Score float64   `json:"score"`
+	writeJSON(w, http.StatusOK, api.SkillDetail{Skill: api.NewSkillVersion(latest), Versions: api.NewSkillVersions(all)})
 }
 
 func (s *Server) searchSkills(w http.ResponseWriter, r *http.Request) {
@@ -51,11 +46,11 @@ func (s *Server) searchSkills(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]searchHit, 0, len(vs))
+	out := api.SearchResponse{Results: make([]api.SearchResult, 0, len(vs))}
 	for i, v := range vs {
-		out = append(out, searchHit{Skill: newSkillView(v), Score: scores[i]})
+		out.Results = append(out.Results, api.SearchResult{Skill: api.NewSkillVersion(v), Score: scores[i]})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) resolveSkill(w http.ResponseWriter, r *http.Request) {
@@ -69,14 +64,11 @@ func (s *Server) resolveSkill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"skill": newSkillView(v)})
+	writeJSON(w, http.StatusOK, api.SkillResponse{Skill: api.NewSkillVersion(v)})
 }
 
 func (s *Server) configSkill(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Target   fleet.Target    `json:"target"`
-		Settings json.RawMessage `json:"settings"`
-	}
+	var req api.SkillConfigRequest
 	if err := decodeJSON(w, r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -86,7 +78,7 @@ func (s *Server) configSkill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"assignment": a})
+	writeJSON(w, http.StatusOK, api.AssignmentResponse{Assignment: *a})
 }
 
 // artifact serves an archive to a device; http.ServeContent answers Range

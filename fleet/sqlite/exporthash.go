@@ -1,17 +1,13 @@
 package sqlite
 
-import "context"
+import (
+	"context"
 
-// ExportHash is the Mosquitto password-file hash of one account's secret,
-// recorded when the secret was created (fleet/mosquittoexport).
-type ExportHash struct {
-	Username   string
-	SecretHash string // the account's SecretHash the entry belongs to
-	Mosquitto  string // $7$<iterations>$<salt>$<hash>
-}
+	"github.com/chorus-edge/chorus/fleet"
+)
 
 // PutExportHash records or replaces the export hash of h.Username.
-func (db *DB) PutExportHash(ctx context.Context, h ExportHash) error {
+func (db *DB) PutExportHash(ctx context.Context, h fleet.ExportHash) error {
 	return db.write(ctx, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO export_hashes (username, secret_hash, mosquitto, updated_at)
 			VALUES (?, ?, ?, ?) ON CONFLICT (username) DO UPDATE SET secret_hash = excluded.secret_hash,
@@ -30,11 +26,11 @@ func (db *DB) DeleteExportHash(ctx context.Context, username string) error {
 }
 
 // ExportHashes returns every recorded export hash, by username.
-func (db *DB) ExportHashes(ctx context.Context) (map[string]ExportHash, error) {
-	out := map[string]ExportHash{}
+func (db *DB) ExportHashes(ctx context.Context) (map[string]fleet.ExportHash, error) {
+	out := map[string]fleet.ExportHash{}
 	err := db.read(ctx, func(tx *tx) error {
-		hs, err := queryAll(ctx, tx, func(s scanner) (ExportHash, error) {
-			var h ExportHash
+		hs, err := queryAll(ctx, tx, func(s scanner) (fleet.ExportHash, error) {
+			var h fleet.ExportHash
 			return h, s.Scan(&h.Username, &h.SecretHash, &h.Mosquitto)
 		}, `SELECT username, secret_hash, mosquitto FROM export_hashes`)
 		for _, h := range hs {

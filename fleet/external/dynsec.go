@@ -1,4 +1,4 @@
-package main
+package external
 
 import (
 	"context"
@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/broker"
-	"github.com/chorus-edge/chorus/fleet/external"
 	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
 	"github.com/chorus-edge/chorus/fleet/mosquittosync"
-	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/desired"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 	"github.com/chorus-edge/chorus/gateway/topic"
@@ -24,58 +22,26 @@ import (
 // (mosquitto_ctrl dynsec init, or the export's superuser) allows on
 // $CONTROL/dynamic-security/v1 (docs/security.md, "On an external broker").
 
-// dynsecTriggers are the topics whose changes may change the skills the
+// DynSecTriggers are the topics whose changes may change the skills the
 // controller knows a device to have (knownSkills): the desired documents it
 // publishes (assignments, rollout executions) and the skills devices report.
-var dynsecTriggers = []string{"chorus/v1/+/desired", "chorus/v1/+/skills"}
+var DynSecTriggers = []string{"chorus/v1/+/desired", "chorus/v1/+/skills"}
 
-// newDynsecSync dials the sync's connection and builds the syncer, not yet
-// started: startDynsecSync starts it once the fleet store is open.
-func (a *app) newDynsecSync(ctx context.Context, g *gatewayRun, f externalFlags) (*mosquittosync.Syncer, *bus.MQTT, error) {
-	m, err := bus.DialMQTT(ctx, bus.MQTTConfig{URL: f.url, Username: f.username, Password: f.password,
-		ClientID: "chorus-dynsec", CleanStart: true, Logger: a.log.With("component", "mqtt-dynsec")})
-	if err != nil {
-		return nil, nil, fmt.Errorf("mosquitto dynamic-security sync: %w", err)
-	}
-	s, err := mosquittosync.New(mosquittosync.Config{
-		Transport: m, Self: f.username, TriggerTopics: dynsecTriggers,
-		Desired: func(ctx context.Context) ([]mosquittosync.Client, error) { return g.httpFleet().dynsecClients(ctx) },
-		Logger:  a.log.With("component", "mosquitto-sync"),
-	})
-	if err != nil {
-		_ = m.Close()
-		return nil, nil, err
-	}
-	return s, m, nil
-}
-
-// startDynsecSync starts the live sync, if on, once the store is open and
-// before the controller publishes its first desired documents, which await
-// the sync (syncingAdapter.Publish).
-func (g *gatewayRun) startDynsecSync(ctx context.Context) error {
-	if g.ext == nil || g.ext.sync == nil {
-		return nil
-	}
-	return g.ext.sync.Start(ctx)
-}
-
-// dynsecClients lists the accounts Mosquitto should hold: exactly those of
+// DynSecClients lists the accounts Mosquitto should hold: exactly those of
 // the dynamic-security export (ExportMosquittoDynSec), each with the
 // password the gateway can compute now: a skill's derived password, a local
 // account's from its credential file. Device, integration and operator
-// secrets reach the sync only through SetSecret (record).
-func (f *exportingFleet) dynsecClients(ctx context.Context) ([]mosquittosync.Client, error) {
-	accts, _, _, err := f.exportInputs(ctx)
+// secrets reach the sync only through SecretIssued. It is the syncer's
+// Config.Desired.
+func (e *Exporter) DynSecClients(ctx context.Context) ([]mosquittosync.Client, error) {
+	accts, _, _, err := e.exportInputs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if accts, err = f.withSkills(ctx, accts); err != nil {
+	if accts, err = e.withSkills(ctx, accts); err != nil {
 		return nil, err
 	}
-	local := map[string]string{}
-	for _, c := range f.localCredentials() {
-		local[c.Username] = c.Password
-	}
+	local := e.localSecrets()
 	devices := map[string]*broker.Account{}
 	for i := range accts {
 		if a := &accts[i]; a.Role == broker.RoleDevice {
@@ -102,23 +68,14 @@ func (f *exportingFleet) dynsecClients(ctx context.Context) ([]mosquittosync.Cli
 	return out, nil
 }
 
-// pushSecret hands a new secret to the live sync, if it runs: the only
-// moment the plaintext is known.
-func (f *exportingFleet) pushSecret(username, secret string) {
-	if f.ext == nil || f.ext.sync == nil {
-		return
-	}
-	f.ext.sync.SetSecret(username, mosquittoexport.Fingerprint(broker.HashSecret(secret), 0), secret)
-}
-
-// syncingAdapter is the controller's broker on an external Mosquitto with
+// SyncedAdapter is the controller's broker on an external Mosquitto with
 // the live sync: every auth table the controller installs (after any
 // registry change: devices, credentials, grants) also wakes the sync, and a
 // desired document waits for its skills' clients.
-type syncingAdapter struct {
-	*external.Adapter
-	sync *mosquittosync.Syncer
-	log  *slog.Logger
+type SyncedAdapter struct {
+	*Adapter
+	Sync *mosquittosync.Syncer
+	Log  *slog.Logger
 }
 
 // dynsecGate bounds how long a desired document waits for its skills'
@@ -132,15 +89,21 @@ const dynsecGate = 3 * time.Second
 // never starts a skill that cannot yet log in (a failed start would fail the
 // rollout). On the embedded broker the table derives skill accounts at once;
 // Mosquitto needs them created.
-func (s syncingAdapter) Publish(m broker.Message) error {
-	if users := desiredSkillUsers(m); len(users) > 0 && !awaitSkillClients(s.sync, users) {
-		if s.sync.Healthy() {
-			s.log.Warn("publishing a desired document before Mosquitto holds its skills' clients", "topic", m.Topic)
+func (s SyncedAdapter) Publish(m broker.Message) error {
+	if users := desiredSkillUsers(m); len(users) > 0 && !awaitSkillClients(s.Sync, users) {
+		if s.Sync.Healthy() {
+			s.Log.Warn("publishing a desired document before Mosquitto holds its skills' clients", "topic", m.Topic)
 		} else { // the sync logs its own failures; one line per document would flood a rollout
-			s.log.Debug("publishing a desired document without waiting: the dynamic-security sync is failing", "topic", m.Topic)
+			s.Log.Debug("publishing a desired document without waiting: the dynamic-security sync is failing", "topic", m.Topic)
 		}
 	}
 	return s.Adapter.Publish(m)
+}
+
+// SetTable records t and wakes the sync.
+func (s SyncedAdapter) SetTable(t *broker.Table) {
+	s.Adapter.SetTable(t)
+	s.Sync.Trigger()
 }
 
 // awaitSkillClients is Publish's gate: true once the sync holds users. It
@@ -171,9 +134,4 @@ func desiredSkillUsers(m broker.Message) []string {
 		users = append(users, skillcred.Username(t.Device, id))
 	}
 	return users
-}
-
-func (s syncingAdapter) SetTable(t *broker.Table) {
-	s.Adapter.SetTable(t)
-	s.sync.Trigger()
 }

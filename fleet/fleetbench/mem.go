@@ -1,4 +1,4 @@
-package main
+package fleetbench
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// goMem is what the Go runtime says the process holds at a phase boundary,
+// GoMem is what the Go runtime says the process holds at a phase boundary,
 // next to the kernel's VmHWM: it separates live heap, heap the GC has not yet
 // collected or returned, and goroutine stacks.
-type goMem struct {
+type GoMem struct {
 	HeapAllocMiB    float64 `json:"heap_alloc_mib"`    // live + not yet swept
 	HeapInuseMiB    float64 `json:"heap_inuse_mib"`    // spans in use
 	HeapIdleMiB     float64 `json:"heap_idle_mib"`     // free spans, returned or not
@@ -22,11 +22,12 @@ type goMem struct {
 	NumGC           uint32  `json:"num_gc"`
 }
 
-func readGoMem() goMem {
+// ReadGoMem reads the runtime's figures now.
+func ReadGoMem() GoMem {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
-	return goMem{
+	return GoMem{
 		HeapAllocMiB: mib(m.HeapAlloc), HeapInuseMiB: mib(m.HeapInuse), HeapIdleMiB: mib(m.HeapIdle),
 		HeapReleasedMiB: mib(m.HeapReleased), StackInuseMiB: mib(m.StackInuse), SysMiB: mib(m.Sys),
 		Goroutines: runtime.NumGoroutine(), NumGC: m.NumGC,

@@ -1,4 +1,4 @@
-package main
+package external
 
 import (
 	"context"
@@ -70,5 +70,17 @@ func TestDynsecGateReturnsAtOnce(t *testing.T) {
 				t.Errorf("gate held the publish %v", d)
 			}
 		})
+	}
+}
+
+// waitFor polls cond every 10 ms for 10 s at most.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: timed out", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,4 +1,4 @@
-package fleetclient
+package api
 
 import (
 	"encoding/json"

@@ -1,0 +1,83 @@
+// Package api is the gateway HTTP API's contract (docs/api.md): every request
+// and response body, each defined once. The server (fleet/httpapi) encodes
+// these types and the client (fleet/fleetclient) decodes them, so the two
+// cannot drift; fleet/api/apitest holds the shared wire fixtures.
+//
+// Where the domain type already has the wire's shape it crosses the wire as
+// it is (fleet.Target, fleet.Route, fleet.SkillGrant, fleet.AuditEntry,
+// fleet.Assignment, fleet.Integration, fleet.Operator, fleet.SkillVersion
+// without its manifest), as in benbjohnson/wtf; the types here are the
+// envelopes and the views whose shape differs (Device, Rollout, Execution,
+// Strategy). Rollout and execution states are fleet.RolloutState and
+// fleet.ExecState, with their constants and Terminal.
+//
+// Readers ignore unknown fields, so a newer gateway that adds fields stays
+// compatible with an older client.
+package api
+
+import "github.com/chorus-edge/chorus/fleet"
+
+// The error codes of docs/api.md, "Errors". The fleet's own codes (invalid,
+// not_found, conflict, unavailable, internal) are fleet's; unauthorized and
+// too_large are the HTTP layer's.
+const (
+	CodeInvalid      = fleet.EINVALID
+	CodeUnauthorized = "unauthorized"
+	CodeNotFound     = fleet.ENOTFOUND
+	CodeConflict     = fleet.ECONFLICT
+	CodeTooLarge     = "too_large"
+	CodeUnavailable  = fleet.EUNAVAILABLE
+	CodeInternal     = fleet.EINTERNAL
+)
+
+// ErrorBody is every error answer: {"error": {"code", "message"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error's code (one of the Code constants) and a message
+// fit for an operator.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Body caps (docs/api.md): JSON requests and skill archives.
+const (
+	MaxJSONBody    = 1 << 20
+	MaxArchiveBody = 256 << 20
+)
+
+// Health is GET /healthz.
+type Health struct {
+	Status  string      `json:"status"` // "ok"
+	Version string      `json:"version"`
+	MQTT    *MQTTHealth `json:"mqtt,omitempty"`
+}
+
+// MQTTHealth describes the gateway's broker: the embedded one's counters, or
+// an external broker's URL.
+type MQTTHealth struct {
+	Broker   string `json:"broker,omitempty"` // "external", or empty for the embedded broker
+	URL      string `json:"url,omitempty"`    // the external broker
+	Clients  *int64 `json:"clients,omitempty"`
+	Retained *int64 `json:"retained,omitempty"`
+}
+
+// nonNil returns s, or an empty slice for nil, so a list encodes as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Values copies a list of pointers into a list of values, never nil: how a
+// store's answer becomes an envelope's list.
+func Values[T any](ps []*T) []T {
+	out := make([]T, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, *p)
+	}
+	return out
+}
