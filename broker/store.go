@@ -57,6 +57,7 @@ type store struct {
 	// clients holds the ids with a stored client record or a pending one:
 	// loaded at start, kept by putLocked.
 	clients map[string]struct{}
+	seq     uint64 // the last seq given to an in-flight row
 
 	failed  int                    // consecutive failed writes (writer goroutine only)
 	lastErr atomic.Pointer[string] // the failing write's error, for Health; nil when writes succeed
@@ -118,15 +119,38 @@ type change struct {
 	pk     packets.Packet // retained or in-flight message
 	client string         // who sent (retained) or receives (in-flight) pk
 	sent   int64
+	seq    uint64 // in-flight order (storeSchema)
 }
 
 const flushEvery = 50 * time.Millisecond
 
+// seq orders in-flight messages: it is set when a row is first written and
+// kept when the row is updated, and rows load in seq order, so a session
+// restored after a restart is resent in the order it was published. (Keys
+// sort by packet id, which wraps, and as text.)
 const storeSchema = `CREATE TABLE IF NOT EXISTS mqtt_state (
 	key   TEXT PRIMARY KEY,
 	kind  TEXT NOT NULL,
-	value BLOB NOT NULL
+	value BLOB NOT NULL,
+	seq   INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID`
+
+// migrateStore adds seq to a store made before it existed and returns the
+// largest seq stored.
+func migrateStore(db *sql.DB) (uint64, error) {
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('mqtt_state') WHERE name = 'seq'`).Scan(&n); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		if _, err := db.Exec(`ALTER TABLE mqtt_state ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return 0, err
+		}
+	}
+	var top uint64
+	err := db.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM mqtt_state`).Scan(&top)
+	return top, err
+}
 
 func openStore(dir string, log *slog.Logger) (*store, error) {
 	path := filepath.Join(dir, "broker.db")
@@ -140,8 +164,13 @@ func openStore(dir string, log *slog.Logger) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open broker store %s: %w", path, err)
 	}
+	top, err := migrateStore(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open broker store %s: %w", path, err)
+	}
 	s := &store{
-		db: db, log: log,
+		db: db, log: log, seq: top,
 		pending: make(map[storeKey]change),
 		stopped: make(map[weak.Pointer[mqtt.Client]]sessionKind),
 		clients: make(map[string]struct{}),
@@ -178,6 +207,14 @@ func (s *store) del(k storeKey) { s.put(k, change{del: true}) }
 
 // putLocked records c as the latest change of k; s.mu is held.
 func (s *store) putLocked(k storeKey, c change) {
+	if k.kind == kindInflight && !c.del {
+		if old, ok := s.pending[k]; ok && !old.del {
+			c.seq = old.seq // an update keeps its place
+		} else {
+			s.seq++
+			c.seq = s.seq
+		}
+	}
 	s.pending[k] = c
 	if k.kind != kindClient {
 		return
@@ -307,12 +344,12 @@ func (s *store) write(batch map[storeKey]change) error {
 			continue
 		}
 		if upsert == nil {
-			if upsert, err = tx.Prepare(`INSERT INTO mqtt_state(key, kind, value) VALUES(?, ?, ?)
+			if upsert, err = tx.Prepare(`INSERT INTO mqtt_state(key, kind, value, seq) VALUES(?, ?, ?, ?)
 				ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value`); err != nil {
 				return err
 			}
 		}
-		if _, err := upsert.Exec(k.key(), k.kindName(), bytes.TrimSuffix(buf.Bytes(), []byte("\n"))); err != nil {
+		if _, err := upsert.Exec(k.key(), k.kindName(), bytes.TrimSuffix(buf.Bytes(), []byte("\n")), int64(c.seq)); err != nil {
 			return err
 		}
 	}

@@ -222,7 +222,7 @@ func (s *store) StoredRetainedMessages() ([]storage.Message, error) {
 // load reads every stored value of kind, telling seen (if not nil) each row
 // key; it runs once, at Serve, before any client.
 func load[T any](s *store, kind string, seen func(key string)) ([]T, error) {
-	rows, err := s.db.Query(`SELECT key, value FROM mqtt_state WHERE kind = ? ORDER BY key`, kind)
+	rows, err := s.db.Query(`SELECT key, value FROM mqtt_state WHERE kind = ? ORDER BY seq, key`, kind)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", kind, err)
 	}

@@ -30,7 +30,9 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{device: brokertest.NewDevice(t, dev)}
 	e.operator, e.opSecret = brokertest.NewOperator(t, "ops")
-	e.b = brokertest.Start(t, broker.Config{}, e.accounts()...)
+	// Several clients share the device's account here: connection and
+	// rate limits are the broker's tests' business.
+	e.b = brokertest.Start(t, brokertest.Unlimited(), e.accounts()...)
 	return e
 }
 
@@ -44,7 +46,9 @@ func (e *env) restart(t *testing.T) {
 	if err := e.b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e.b = brokertest.Start(t, broker.Config{MQTTListen: addr}, e.accounts()...)
+	cfg := brokertest.Unlimited()
+	cfg.MQTTListen = addr
+	e.b = brokertest.Start(t, cfg, e.accounts()...)
 }
 
 func (e *env) url() string { return "mqtt://" + e.b.Addr() }

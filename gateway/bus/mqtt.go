@@ -32,7 +32,7 @@ const (
 type MQTTConfig struct {
 	URL string // mqtt://host:port, mqtts://, ws://host:port/path, wss://
 
-	ClientID           string // "" = a random "chorus-<hex>" id
+	ClientID           string // "" = "<username>/chorus-<hex>" (random), an id under the account (docs/security.md)
 	Username, Password string
 
 	Will      *Packet // sent by the broker when the connection is lost without DISCONNECT
@@ -66,6 +66,9 @@ func (c *MQTTConfig) setDefaults() error {
 			return fmt.Errorf("client id: %w", err)
 		}
 		c.ClientID = "chorus-" + hex.EncodeToString(b)
+		if c.Username != "" {
+			c.ClientID = c.Username + "/" + c.ClientID
+		}
 	}
 	if c.KeepAlive == 0 {
 		c.KeepAlive = DefaultKeepAlive
