@@ -117,10 +117,10 @@ type ConnectOptions struct {
 	// as it is. RawClientID sends ClientID unchanged (tests of the rule).
 	ClientID    string
 	RawClientID bool
-	CleanStart bool
-	Expiry     uint32 // session expiry interval, seconds
-	Will       *paho.WillMessage
-	WillProps  *paho.WillProperties
+	CleanStart  bool
+	Expiry      uint32 // session expiry interval, seconds
+	Will        *paho.WillMessage
+	WillProps   *paho.WillProperties
 }
 
 // Connect dials addr and sends CONNECT. A refused CONNECT returns the error
