@@ -59,7 +59,34 @@ type Broker struct {
 	MaxInflight      int64  `json:"max_inflight"`
 	MaxWritesPending int64  `json:"max_writes_pending"`
 	MaxClients       int64  `json:"max_clients"`
+
+	// Limits before authentication and per client (docs/security.md);
+	// 0 takes the broker's default.
+	ConnectTimeout     Seconds `json:"connect_timeout"`      // from accept to an authenticated CONNECT
+	MaxConnectSize     int64   `json:"max_connect_size"`     // bytes of a CONNECT before authentication
+	MaxPendingConnects int64   `json:"max_pending_connects"` // connections not yet authenticated
+	MaxTopicLength     int64   `json:"max_topic_length"`     // bytes, topic names and filters
+	MaxQueuedBytes     int64   `json:"max_queued_bytes"`     // payload bytes queued towards one client
+	MaxJSONDepth       int64   `json:"max_json_depth"`
+	SlowClientDrops    int64   `json:"slow_client_drops"`  // QoS 0 drops in slow_client_window before a client is cut
+	SlowClientWindow   Seconds `json:"slow_client_window"` // seconds
+	// Limits per role: device, skill, integration, operator.
+	Limits map[string]RoleLimits `json:"limits"`
 }
+
+// RoleLimits are the broker's limits of one role (docs/security.md,
+// "Limits per account"). 0 takes the default; -1 turns a limit off.
+type RoleLimits struct {
+	Connections      int64   `json:"connections"`        // live connections per account
+	PublishRate      float64 `json:"publish_rate"`       // messages a second per account
+	PublishBurst     int64   `json:"publish_burst"`      // messages
+	MaxBusPayload    int64   `json:"max_bus_payload"`    // bytes of one bus message
+	Subscriptions    int64   `json:"subscriptions"`      // filters per client
+	MaxSessionExpiry int64   `json:"max_session_expiry"` // seconds
+}
+
+// Roles are the keys of Broker.Limits.
+var Roles = []string{"device", "skill", "integration", "operator"}
 
 // TLS names a certificate and key in PEM files; both empty = plain.
 type TLS struct {

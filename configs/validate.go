@@ -26,6 +26,15 @@ func (c Config) Validate() error {
 		{"broker.max_inflight", between(c.Broker.MaxInflight, 1, 65535)},
 		{"broker.max_writes_pending", between(c.Broker.MaxWritesPending, 1, 1<<31-1)},
 		{"broker.max_clients", between(c.Broker.MaxClients, 1, 1<<40)},
+		{"broker.connect_timeout", notNegative(c.Broker.ConnectTimeout)},
+		{"broker.max_connect_size", between(c.Broker.MaxConnectSize, 0, 268435455)},
+		{"broker.max_pending_connects", between(c.Broker.MaxPendingConnects, 0, 1<<31-1)},
+		{"broker.max_topic_length", between(c.Broker.MaxTopicLength, 0, 65535)},
+		{"broker.max_queued_bytes", between(c.Broker.MaxQueuedBytes, 0, 1<<40)},
+		{"broker.max_json_depth", between(c.Broker.MaxJSONDepth, 0, 10000)},
+		{"broker.slow_client_drops", between(c.Broker.SlowClientDrops, -1, 1<<31-1)},
+		{"broker.slow_client_window", notNegative(c.Broker.SlowClientWindow)},
+		{"broker.limits", roleLimits(c.Broker.Limits)},
 		{"http.listen", hostPort(c.HTTP.Listen, false)},
 		{"http.tls", tlsPair(c.HTTP.TLS)},
 		{"websocket.port", between(int64(c.Websocket.Port), 0, 65535)},
@@ -168,4 +177,48 @@ func twinModes(m map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// roleLimits checks broker.limits: known roles, and each value 0 (default),
+// -1 (off, where a limit can be off) or in range.
+func roleLimits(m map[string]RoleLimits) error {
+	for _, role := range sortedKeys(m) {
+		l := m[role]
+		if oneOf(role, Roles...) != nil {
+			return fmt.Errorf("unknown role %q: the roles are %s", role, strings.Join(Roles, ", "))
+		}
+		checks := []struct {
+			key string
+			err error
+		}{
+			{"connections", between(l.Connections, -1, 1<<20)},
+			{"publish_rate", rate(l.PublishRate)},
+			{"publish_burst", between(l.PublishBurst, 0, 1<<30)},
+			{"max_bus_payload", between(l.MaxBusPayload, 0, 268435455)},
+			{"subscriptions", between(l.Subscriptions, -1, 1<<30)},
+			{"max_session_expiry", between(l.MaxSessionExpiry, -1, 1<<32-1)},
+		}
+		for _, ch := range checks {
+			if ch.err != nil {
+				return fmt.Errorf("%s.%s: %w", role, ch.key, ch.err)
+			}
+		}
+	}
+	return nil
+}
+
+func rate(r float64) error {
+	if r != r || (r < 0 && r != -1) {
+		return fmt.Errorf("%v: must be a number of messages a second, or -1 for no limit", r)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -83,7 +83,7 @@ func TestCertBrokerTLS(t *testing.T) {
 	c := paho.NewClient(paho.ClientConfig{Conn: conn})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ca, err := c.Connect(ctx, &paho.Connect{ClientID: "tls", CleanStart: true, KeepAlive: 30,
+	ca, err := c.Connect(ctx, &paho.Connect{ClientID: "pi-1", CleanStart: true, KeepAlive: 30,
 		Username: "pi-1", UsernameFlag: true, Password: []byte(dev.Secret), PasswordFlag: true})
 	if err != nil || ca.ReasonCode != 0 {
 		t.Fatalf("MQTT connect over TLS: %v %+v", err, ca)

@@ -56,9 +56,24 @@ type faultFleet struct {
 // no agent (startAgent does).
 func startFaultFleet(t *testing.T, tag string, devices ...string) *faultFleet {
 	t.Helper()
+	return startFaultFleetConfig(t, "", tag, devices...)
+}
+
+// startFaultFleetConfig is startFaultFleet with the gateway's config file
+// (JSON; "" = none).
+func startFaultFleetConfig(t *testing.T, config, tag string, devices ...string) *faultFleet {
+	t.Helper()
 	work := t.TempDir()
 	f := &faultFleet{t: t, work: work, gwData: filepath.Join(work, "gateway"), agents: map[string]*proc{}}
-	f.gw = startChorus(t, work, "gateway", "--data-dir", f.gwData, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	args := []string{"gateway", "--data-dir", f.gwData, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}
+	if config != "" {
+		path := filepath.Join(work, "gateway.json")
+		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
+	}
+	f.gw = startChorus(t, work, args...)
 	f.up = waitUp(t, f.gw, f.gwData)
 	for _, d := range devices {
 		f.mustFleet("device", "add", d, "--tag", tag, "--credentials-out", f.creds(d))
@@ -594,7 +609,8 @@ func TestFaultsDeviceRemovalRevokes(t *testing.T) {
 // disconnects for revoked credentials (broker.SetTable).
 func TestFaultsRevokedWillCleared(t *testing.T) {
 	devices := []string{"pi-1", "pi-2", "pi-3"}
-	f := startFaultFleet(t, "hall", devices...)
+	// The crowd below is 200 connections of one integration account.
+	f := startFaultFleetConfig(t, `{"broker": {"limits": {"integration": {"connections": -1}}}}`, "hall", devices...)
 	for _, d := range devices {
 		f.startAgent(d)
 	}

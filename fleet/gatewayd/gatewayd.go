@@ -179,8 +179,30 @@ func brokerConfig(cfg *configs.Config, log *slog.Logger) (broker.Config, error) 
 		MaxInflight:      uint16(cfg.Broker.MaxInflight),
 		MaxWritesPending: int32(cfg.Broker.MaxWritesPending),
 		MaxClients:       cfg.Broker.MaxClients,
-		Logger:           log.With("component", "broker"),
+
+		ConnectTimeout:     cfg.Broker.ConnectTimeout.Duration(),
+		MaxConnectSize:     int(cfg.Broker.MaxConnectSize),
+		MaxPendingConnects: int(cfg.Broker.MaxPendingConnects),
+		MaxTopicLength:     int(cfg.Broker.MaxTopicLength),
+		MaxQueuedBytes:     cfg.Broker.MaxQueuedBytes,
+		MaxJSONDepth:       int(cfg.Broker.MaxJSONDepth),
+		MaxDropsPerWindow:  int(cfg.Broker.SlowClientDrops),
+		DropWindow:         cfg.Broker.SlowClientWindow.Duration(),
+		Device:             roleLimits(cfg.Broker.Limits["device"]),
+		Skill:              roleLimits(cfg.Broker.Limits["skill"]),
+		Integration:        roleLimits(cfg.Broker.Limits["integration"]),
+		Operator:           roleLimits(cfg.Broker.Limits["operator"]),
+
+		Logger: log.With("component", "broker"),
 	}, nil
+}
+
+// roleLimits maps a role's broker.limits entry; zeros take the broker's defaults.
+func roleLimits(l configs.RoleLimits) broker.RoleLimits {
+	return broker.RoleLimits{
+		Connections: int(l.Connections), PublishRate: l.PublishRate, PublishBurst: int(l.PublishBurst),
+		MaxBusPayload: int(l.MaxBusPayload), Subscriptions: int(l.Subscriptions), MaxSessionExpiry: l.MaxSessionExpiry,
+	}
 }
 
 func listenHTTP(cfg *configs.Config) (net.Listener, *tls.Config, error) {
