@@ -48,20 +48,31 @@ const (
 	MaxArchiveBody = 256 << 20
 )
 
-// Health is GET /healthz.
+// Health is GET /healthz: 200 with status "ok", or 503 with status
+// "degraded" and what is failing.
 type Health struct {
-	Status  string      `json:"status"` // "ok"
+	Status  string      `json:"status"` // "ok" or "degraded"
 	Version string      `json:"version"`
 	MQTT    *MQTTHealth `json:"mqtt,omitempty"`
+	Failing []string    `json:"failing,omitempty"` // one line per failing part
 }
 
-// MQTTHealth describes the gateway's broker: the embedded one's counters, or
-// an external broker's URL.
+// MQTTHealth describes the gateway's broker: the embedded one's counters and
+// listeners, or an external broker's URL.
 type MQTTHealth struct {
-	Broker   string `json:"broker,omitempty"` // "external", or empty for the embedded broker
-	URL      string `json:"url,omitempty"`    // the external broker
-	Clients  *int64 `json:"clients,omitempty"`
-	Retained *int64 `json:"retained,omitempty"`
+	Broker    string           `json:"broker,omitempty"` // "external", or empty for the embedded broker
+	URL       string           `json:"url,omitempty"`    // the external broker
+	Clients   *int64           `json:"clients,omitempty"`
+	Retained  *int64           `json:"retained,omitempty"`
+	Listeners []ListenerHealth `json:"listeners,omitempty"`
+}
+
+// ListenerHealth is one MQTT listener of the embedded broker.
+type ListenerHealth struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Serving bool   `json:"serving"`
+	Error   string `json:"error,omitempty"` // the accept error it is retrying
 }
 
 // nonNil returns s, or an empty slice for nil, so a list encodes as [].

@@ -228,7 +228,7 @@ func (m *Main) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
 	hc := httpapi.Config{
 		Listener: ln, TLS: tlsCfg, Version: m.cfg.Version, Logger: m.log.With("component", "http"),
 		Fleet: m.fleet, Token: m.token, VerifyDevice: m.fleet.VerifyDevice, Metrics: m.fleet.Metrics(),
-		Exports: m.exports, MQTT: m.health,
+		Exports: m.exports, MQTT: m.health, Failing: m.failing,
 	}
 	if m.ext != nil {
 		hc.BrokerAuth = m.ext.Auth()
@@ -251,7 +251,29 @@ func (m *Main) health() *api.MQTTHealth {
 		return &api.MQTTHealth{Broker: "external", URL: m.ext.URL()}
 	}
 	s := m.broker.Stats()
-	return &api.MQTTHealth{Clients: &s.ClientsConnected, Retained: &s.Retained}
+	h := &api.MQTTHealth{Clients: &s.ClientsConnected, Retained: &s.Retained}
+	for _, l := range m.broker.Health().Listeners {
+		h.Listeners = append(h.Listeners, api.ListenerHealth{ID: l.ID, Address: l.Address, Serving: l.Serving, Error: l.Error})
+	}
+	return h
+}
+
+// failing lists what does not work, for /healthz: the embedded broker's
+// listeners, its in-process client (the controller publishes through it)
+// and its store, and the fleet database.
+func (m *Main) failing() []string {
+	var out []string
+	if m.broker != nil {
+		out = m.broker.Health().Failing()
+	}
+	if m.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := m.store.Ping(ctx); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }
 
 func (m *Main) publish(msg broker.Message) error {

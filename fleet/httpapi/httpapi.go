@@ -31,8 +31,12 @@ type Config struct {
 	Version  string
 	// MQTT, when set, describes the broker on /healthz (its counters, or
 	// the external broker's URL).
-	MQTT   func() *api.MQTTHealth
-	Logger *slog.Logger
+	MQTT func() *api.MQTTHealth
+	// Failing lists the parts of the gateway that do not work (a broker
+	// listener, the broker's in-process client or store, the fleet
+	// database); any makes /healthz answer 503.
+	Failing func() []string
+	Logger  *slog.Logger
 
 	// Fleet serves the /v1 API; nil serves /healthz only.
 	Fleet Fleet
@@ -106,7 +110,14 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	if s.cfg.MQTT != nil {
 		body.MQTT = s.cfg.MQTT()
 	}
-	writeJSON(w, http.StatusOK, body)
+	if s.cfg.Failing != nil {
+		body.Failing = s.cfg.Failing()
+	}
+	code := http.StatusOK
+	if len(body.Failing) > 0 {
+		body.Status, code = "degraded", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, body)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
@@ -244,5 +245,35 @@ func TestArtifactDownload(t *testing.T) {
 	resp, b := do(t, srv, call{"GET", "/v1/artifacts/" + strings.Repeat("0", 64), "", basic("pi-1", creds.Password)}, nil)
 	if resp.StatusCode != 404 || errorCode(b) != "not_found" {
 		t.Fatalf("unknown artifact: %d %s", resp.StatusCode, b)
+	}
+}
+
+// /healthz says "degraded" with 503 and names what fails, so a load
+// balancer or systemd watchdog sees a broken gateway that still answers HTTP.
+func TestHealthzDegraded(t *testing.T) {
+	var failing []string
+	srv, err := httpapi.Start(httpapi.Config{Listen: "127.0.0.1:0", Failing: func() []string { return failing }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	get := func() (int, api.Health) {
+		resp, err := http.Get("http://" + srv.Addr() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h api.Health
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, h
+	}
+	if code, h := get(); code != 200 || h.Status != "ok" || len(h.Failing) != 0 {
+		t.Fatalf("healthy: %d %+v", code, h)
+	}
+	failing = []string{"mqtt listener mqtt (127.0.0.1:1883): accept4: too many open files"}
+	if code, h := get(); code != 503 || h.Status != "degraded" || len(h.Failing) != 1 {
+		t.Fatalf("failing: %d %+v", code, h)
 	}
 }

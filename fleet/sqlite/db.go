@@ -260,3 +260,14 @@ func decTime(n int64) time.Time {
 	}
 	return time.Unix(0, n).UTC()
 }
+
+// Ping reports whether the database answers a read (for /healthz). It reads
+// through the read pool, so a long write does not make the gateway look
+// unhealthy.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("fleet db %s: %w", db.path, err)
+	}
+	return nil
+}
