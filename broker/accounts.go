@@ -19,6 +19,12 @@ type session struct {
 	lowered bool
 
 	drops dropWindow // QoS 0 messages dropped towards this client (slow.go)
+
+	// refusedRun counts rate refusals in a row and flooding says the
+	// client is read at its rate (ratelimit.go); only the client's read
+	// goroutine (OnPublish) touches them.
+	refusedRun int
+	flooding   bool
 }
 
 // accountState is shared by the connections of one account: the publish

@@ -43,7 +43,7 @@ func Start(cfg Config, table *Table) (*Broker, error) {
 	if table == nil {
 		table, _ = NewTable()
 	}
-	b := &Broker{cfg: cfg, gate: &gate{max: int64(cfg.MaxPendingConnects)}}
+	b := &Broker{cfg: cfg, gate: newGate(cfg.MaxPendingConnects)}
 	b.policy = newPolicy(table, &b.cfg)
 	b.srv = mqtt.New(&mqtt.Options{
 		InlineClient:           true,
@@ -266,7 +266,7 @@ func (b *Broker) Health() Health {
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		if b.tcp != nil {
-			_ = b.tcp.ln.Close()
+			b.tcp.stopAccepting()
 		}
 		if b.ws != nil {
 			_ = b.ws.ln.Close()

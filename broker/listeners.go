@@ -23,13 +23,15 @@ import (
 // truncated MQTT 5 SUBSCRIBE panics in v2.7.9 (mochi-mqtt/server#501) and
 // would otherwise kill the whole process.
 type tcpListener struct {
-	id     string
-	ln     net.Listener
-	proto  string
-	log    *slog.Logger
-	admit  admission
-	health listenerHealth
-	wg     sync.WaitGroup
+	id        string
+	ln        net.Listener
+	proto     string
+	log       *slog.Logger
+	admit     admission
+	health    listenerHealth
+	stop      chan struct{} // closed by Close: Serve may wait for a gate slot
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 }
 
 // admission is what a listener applies to a new connection before mochi
@@ -40,13 +42,19 @@ type admission struct {
 	timeout time.Duration
 }
 
-// wrap admits c, or closes it and returns nil when the gate is full.
-func (a admission) wrap(c net.Conn) net.Conn {
-	if !a.gate.enter() {
-		_ = c.Close()
-		return nil
-	}
+// wrap makes c, which holds a gate slot, a pre-authentication connection.
+func (a admission) wrap(c net.Conn) *preauthConn {
 	return newPreauthConn(c, a.gate, a.maxSize, a.timeout)
+}
+
+// serveAdmitted hands c to mochi once its first bytes are a CONNECT
+// within the limits (preauthConn.admit); otherwise it closes it.
+func serveAdmitted(id string, c *preauthConn, establish listeners.EstablishFn, log *slog.Logger) {
+	if err := c.admit(); err != nil {
+		_ = c.Close()
+		return
+	}
+	serveRecovering(id, c, establish, log)
 }
 
 func listenTCP(id, addr string, tlsCfg *tls.Config, admit admission) (*tcpListener, error) {
@@ -59,7 +67,7 @@ func listenTCP(id, addr string, tlsCfg *tls.Config, admit admission) (*tcpListen
 		ln = tls.NewListener(ln, tlsCfg)
 		proto = "mqtts"
 	}
-	return &tcpListener{id: id, ln: ln, proto: proto, admit: admit}, nil
+	return &tcpListener{id: id, ln: ln, proto: proto, admit: admit, stop: make(chan struct{})}, nil
 }
 
 func (l *tcpListener) ID() string                  { return l.id }
@@ -77,8 +85,12 @@ func (l *tcpListener) Serve(establish listeners.EstablishFn) {
 	defer l.health.serving.Store(false)
 	var delay time.Duration
 	for {
+		if !l.admit.gate.acquire(l.stop) {
+			return
+		}
 		conn, err := l.ln.Accept()
 		if err != nil {
+			l.admit.gate.release()
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -95,13 +107,10 @@ func (l *tcpListener) Serve(establish listeners.EstablishFn) {
 			delay = 0
 		}
 		c := l.admit.wrap(conn)
-		if c == nil {
-			continue
-		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			serveRecovering(l.id, c, establish, l.log)
+			serveAdmitted(l.id, c, establish, l.log)
 		}()
 	}
 }
@@ -111,8 +120,15 @@ func (l *tcpListener) Serve(establish listeners.EstablishFn) {
 // mochi's Clients.GetByListener takes a read lock twice and deadlocks against
 // a client leaving at the same moment (v2.7.9).
 func (l *tcpListener) Close(listeners.CloseFn) {
-	_ = l.ln.Close()
+	l.stopAccepting()
 	l.wg.Wait()
+}
+
+// stopAccepting ends Serve (also while it waits for a gate slot); the
+// connections go on.
+func (l *tcpListener) stopAccepting() {
+	l.closeOnce.Do(func() { close(l.stop) })
+	_ = l.ln.Close()
 }
 
 // serveRecovering runs one connection and turns a panic into a closed
@@ -186,11 +202,10 @@ func (l *wsListener) handle(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered
 	}
 	defer c.Close()
-	conn := l.admit.wrap(&wsConn{Conn: c.UnderlyingConn(), ws: c})
-	if conn == nil {
+	if !l.admit.gate.tryAcquire() {
 		return
 	}
-	serveRecovering(l.id, conn, l.establish, l.log)
+	serveAdmitted(l.id, l.admit.wrap(&wsConn{Conn: c.UnderlyingConn(), ws: c}), l.establish, l.log)
 }
 
 // Serve sets the establish func before the first connection can arrive.

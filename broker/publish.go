@@ -86,7 +86,7 @@ func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 	if s == nil || !ok {
 		return p.refuse(cl, pk, refused(packets.ErrNotAuthorized, "not authenticated", countACL))
 	}
-	if b := s.account.bucket; b != nil && !b.allow(p.cfg.Now()) {
+	if !p.allowRate(s) {
 		return p.refuse(cl, pk, refused(packets.ErrQuotaExceeded, "publish rate limit of the account reached", func(c *counters) { c.throttled.Add(1) }))
 	}
 	if r := p.check(a, pk.TopicName, pk.Payload, pk.FixedHeader.Retain); r != nil {

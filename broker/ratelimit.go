@@ -44,6 +44,17 @@ func (b *bucket) allow(now time.Time) bool {
 	return true
 }
 
+// untilToken returns how long from now until the bucket holds a token.
+func (b *bucket) untilToken(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	missing := 1 - (b.tokens + max(0, now.Sub(b.last).Seconds())*b.rate)
+	if missing <= 0 || b.rate <= 0 {
+		return 0
+	}
+	return time.Duration(missing / b.rate * float64(time.Second))
+}
+
 // full reports whether the bucket would be full at now: an account whose
 // last connection left can forget it then without handing out a fresh
 // burst early.
@@ -60,4 +71,43 @@ func (p *policy) newBucket(lim *RoleLimits) *bucket {
 		return nil
 	}
 	return newBucket(lim.PublishRate, lim.PublishBurst, p.cfg.Now())
+}
+
+// Flood back-pressure: after floodRun refusals in a row a client is
+// flooding, and from then on its connection is read no faster than its
+// account's rate: each publish waits (at most floodPause at a time) until the
+// bucket holds a token. The flood waits in the flooder's own socket instead
+// of costing the broker a decode and a refusal per message at wire speed. A
+// publish that finds a token to spare ends the flooding state; a client that
+// hits its limit now and then is only refused.
+const (
+	floodRun   = 16
+	floodPause = 250 * time.Millisecond
+)
+
+// allowRate decides a publish against the account's bucket. It runs on the
+// client's read goroutine only, which owns s.refusedRun and s.flooding.
+func (p *policy) allowRate(s *session) bool {
+	b := s.account.bucket
+	if b == nil {
+		return true
+	}
+	now := p.cfg.Now()
+	if s.flooding {
+		if d := min(b.untilToken(now), floodPause); d > 0 {
+			time.Sleep(d)
+			now = p.cfg.Now()
+		}
+	}
+	if !b.allow(now) {
+		if s.refusedRun++; s.refusedRun > floodRun {
+			s.flooding = true
+		}
+		return false
+	}
+	s.refusedRun = 0
+	if s.flooding && b.untilToken(now) == 0 {
+		s.flooding = false
+	}
+	return true
 }

@@ -36,6 +36,9 @@ func DeviceAccount(device, secretHash string, skillKey []byte, keyVersion int) A
 var SkillDenyTypes = []string{
 	"skillmanager.*", "ovos.pip.*", "ovos.skills.install*", "ovos.skills.uninstall*",
 	"mycroft.network.*", "mycroft.internet.*", "mycroft.gui.*",
+	// The PHAL connectivity answer the agent trusts for state, and the
+	// stock OVOS services' configuration change.
+	"ovos.PHAL.internet_check.response", "configuration.patch",
 }
 
 // RestrictedForSkills reports whether every type the type or "prefix*"

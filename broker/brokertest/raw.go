@@ -48,6 +48,12 @@ type RawConnect struct {
 // Connect sends a CONNECT and returns the CONNACK (or the error reading it).
 func (c *Raw) Connect(o RawConnect) (packets.Packet, error) {
 	c.t.Helper()
+	c.Write(c.Encode(ConnectPacket(o)))
+	return c.Next(5 * time.Second)
+}
+
+// ConnectPacket builds the CONNECT that Connect sends.
+func ConnectPacket(o RawConnect) packets.Packet {
 	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{Type: packets.Connect},
 		Connect: packets.ConnectParams{
@@ -65,8 +71,7 @@ func (c *Raw) Connect(o RawConnect) (packets.Packet, error) {
 		pk.Connect.WillRetain = w.FixedHeader.Retain
 		pk.Connect.WillProperties.WillDelayInterval = o.WillDelay
 	}
-	c.Send(pk)
-	return c.Next(5 * time.Second)
+	return pk
 }
 
 // MustConnect is Connect that fails the test unless the CONNACK accepts.
@@ -81,6 +86,12 @@ func (c *Raw) MustConnect(o RawConnect) packets.Packet {
 
 // Send encodes pk at the connection's protocol version and writes it.
 func (c *Raw) Send(pk packets.Packet) {
+	c.t.Helper()
+	c.Write(c.Encode(pk))
+}
+
+// Encode encodes pk at the connection's protocol version.
+func (c *Raw) Encode(pk packets.Packet) []byte {
 	c.t.Helper()
 	pk.ProtocolVersion = c.Version
 	var buf bytes.Buffer
@@ -110,7 +121,7 @@ func (c *Raw) Send(pk packets.Packet) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.Write(buf.Bytes())
+	return buf.Bytes()
 }
 
 // Write sends bytes as they are.
