@@ -221,4 +221,3 @@ func TestReapOrphansSkipsRecycledPID(t *testing.T) {
 		t.Fatal("a process that merely reuses a recorded pid was killed")
 	}
 }
-
