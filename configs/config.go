@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/chorus-edge/chorus/device/skilluser"
 )
 
 // Config is the whole chorus.json. Every role reads the sections it needs.
@@ -99,6 +101,15 @@ type Skills struct {
 	// "derived" (an HMAC keyed with the device secret's hash, which an
 	// external broker's exported static passwords need; docs/security.md).
 	Credentials string `json:"credentials"`
+	// Isolation is how skill processes are separated from the agent
+	// (docs/security.md, "Skill isolation"): "auto" (the default: each
+	// skill under its own uid when the agent can switch uids, else as the
+	// agent's user, with a warning), "uid" (refuse to start without it) or
+	// "none".
+	Isolation string `json:"isolation"`
+	// UIDRange is the reserved range the skills' uids come from,
+	// "FIRST-LAST" (device/skilluser.DefaultRange).
+	UIDRange string `json:"uid_range"`
 }
 
 // Installer gates install requests arriving on the bus (SKILL_MANAGER.md §10).
@@ -133,6 +144,7 @@ func Default() Config {
 		Skills: Skills{
 			BlacklistedSkills: []string{}, Capabilities: []string{},
 			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60, Credentials: "signed",
+			Isolation: "auto", UIDRange: skilluser.DefaultRange,
 		},
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},
