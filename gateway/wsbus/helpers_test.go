@@ -64,14 +64,20 @@ func (e *env) mqtt(t *testing.T, id string) *brokertest.Client {
 // dialRaw opens a websocket connection without consuming the greeting.
 func dialRaw(t *testing.T, srv *Server) *websocket.Conn {
 	t.Helper()
+	return dialURL(t, srv.ServicesURL())
+}
+
+// dialURL opens a websocket connection to url without consuming the greeting.
+func dialURL(t *testing.T, url string) *websocket.Conn {
+	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: wait}
-	conn, resp, err := d.Dial(srv.URL(), nil)
+	conn, resp, err := d.Dial(url, nil)
 	if err != nil {
-		t.Fatalf("dial %s: %v", srv.URL(), err)
+		t.Fatalf("dial: %v", err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("dial %s: status %d", srv.URL(), resp.StatusCode)
+		t.Fatalf("dial: status %d", resp.StatusCode)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
