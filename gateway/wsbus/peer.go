@@ -90,4 +90,3 @@ func procAddr(s string) (netip.AddrPort, error) {
 func sameEnd(a, b netip.AddrPort) bool {
 	return a.Port() == b.Port() && a.Addr().Unmap() == b.Addr().Unmap()
 }
-

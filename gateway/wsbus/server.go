@@ -136,7 +136,6 @@ func (s *Server) serve() {
 // Listen asked for port 0.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-
 // Close stops the server: it unsubscribes from the bus, stops listening and
 // drops every connection without a close frame (BUS.md §3: ovos-bus-client
 // reconnects only after an abrupt drop). It is idempotent, and returns after

@@ -199,7 +199,6 @@ func TestCloseDropsWithoutCloseFrame(t *testing.T) {
 	}
 }
 
-
 func TestPortInUse(t *testing.T) {
 	e := newEnv(t, Config{})
 	_, err := Start(context.Background(), Config{Transport: inlineTransport{e.b}, Device: testDevice, Listen: e.srv.Addr()})
