@@ -176,8 +176,10 @@ func (s *Server) unreserve() {
 }
 
 // serveConn greets c, registers it for bus messages and reads its frames
-// until the connection ends. The greeting is queued before registration (and
-// before a skill's subscription), so it is always the first frame.
+// until the connection ends. The greeting is queued first, and the writer
+// starts only once a skill's own subscription is in place: the greeting is
+// always the first frame, and whatever the client sends after it comes back
+// as its echo (BUS.md §3).
 func (s *Server) serveConn(c *client) {
 	c.enqueue(s.greeting)
 	if !s.register(c) {
@@ -185,20 +187,20 @@ func (s *Server) serveConn(c *client) {
 		closeTransport(c.tr)
 		return
 	}
-	s.wg.Add(1) // the handler's own count is held, so this never races Wait
-	go func() {
-		defer s.wg.Done()
-		if err := c.writeLoop(s.cfg.WriteTimeout); err != nil {
-			s.log.Info("websocket client write failed, disconnecting", "remote", c.remote, "who", c.id, "err", err)
-		}
-		c.kill()
-	}()
 	unsubscribe, err := s.subscribeSkill(c)
-	if err != nil {
-		s.log.Warn("websocket skill client dropped: subscribe on its MQTT connection", "remote", c.remote, "who", c.id, "err", err)
-	} else {
+	if err == nil {
+		s.wg.Add(1) // the handler's own count is held, so this never races Wait
+		go func() {
+			defer s.wg.Done()
+			if err := c.writeLoop(s.cfg.WriteTimeout); err != nil {
+				s.log.Info("websocket client write failed, disconnecting", "remote", c.remote, "who", c.id, "err", err)
+			}
+			c.kill()
+		}()
 		s.log.Debug("websocket client connected", "remote", c.remote, "who", c.id)
 		err = s.readLoop(c)
+	} else {
+		s.log.Warn("websocket skill client dropped: subscribe on its MQTT connection", "remote", c.remote, "who", c.id, "err", err)
 	}
 	c.kill()
 	unsubscribe()

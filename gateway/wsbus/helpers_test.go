@@ -42,7 +42,9 @@ func startServer(t *testing.T, b *broker.Broker, cfg Config) *Server {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	cfg.Logger = brokertest.Logger()
+	if cfg.Logger == nil {
+		cfg.Logger = brokertest.Logger()
+	}
 	srv, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -83,10 +85,20 @@ func dialURL(t *testing.T, url string) *websocket.Conn {
 	return conn
 }
 
-// dial opens a websocket connection and checks and consumes the greeting.
+// dial opens a services connection and checks and consumes the greeting.
 func dial(t *testing.T, srv *Server) *websocket.Conn {
 	t.Helper()
-	conn := dialRaw(t, srv)
+	return greeted(t, dialRaw(t, srv))
+}
+
+// dialSkill opens skill's connection and checks and consumes the greeting.
+func dialSkill(t *testing.T, srv *Server, skill string) *websocket.Conn {
+	t.Helper()
+	return greeted(t, dialURL(t, srv.SkillURL(skill)))
+}
+
+func greeted(t *testing.T, conn *websocket.Conn) *websocket.Conn {
+	t.Helper()
 	if got := readText(t, conn); got != greeting {
 		t.Fatalf("greeting = %s, want %s", got, greeting)
 	}

@@ -133,6 +133,10 @@ func (s *Server) publish(c *client, frame []byte) {
 // level, …) and builds its MQTT packet, refusing one the broker's maximum
 // packet size could not carry.
 func (s *Server) packet(frame []byte) (envelope.Message, bus.Packet, error) {
+	if n := len(frame) + publishOverhead; n > s.cfg.MaxPacket { // no topic could fit: refuse before decoding
+		return envelope.Message{}, bus.Packet{}, fmt.Errorf("%w: a frame of %d bytes needs an MQTT packet of over %d bytes, over the broker's maximum packet size of %d (raise broker.max_packet_size on the gateway)",
+			errTooLarge, len(frame), n, s.cfg.MaxPacket)
+	}
 	m, err := envelope.Decode(frame)
 	if err != nil {
 		return m, bus.Packet{}, err

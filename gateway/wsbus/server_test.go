@@ -149,9 +149,12 @@ func TestMalformedBusMessagesNotRelayed(t *testing.T) {
 	}
 }
 
+// A frame over websocket.max_msg_size is refused with a log line naming the
+// setting, and the connection stays up.
 func TestOversizedFrameDropped(t *testing.T) {
 	const max = 1024
-	e := newEnv(t, Config{MaxFrame: max})
+	logs := &logBuffer{}
+	e := newEnv(t, Config{MaxFrame: max, Logger: logs.logger()})
 	sub := e.mqtt(t, "observer")
 	conn := dial(t, e.srv)
 
@@ -164,6 +167,9 @@ func TestOversizedFrameDropped(t *testing.T) {
 	}
 	if p, ok := sub.Next(wait); !ok || string(p.Payload) != exact {
 		t.Errorf("mqtt: next message is not the %d-byte frame", max)
+	}
+	if want := "1025 bytes, over websocket.max_msg_size (1024 bytes); the connection stays up"; !strings.Contains(logs.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, logs)
 	}
 }
 
