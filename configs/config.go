@@ -79,9 +79,16 @@ type HTTP struct {
 type Websocket struct {
 	Host       string `json:"host"`
 	Port       int    `json:"port"`
-	Route      string `json:"route"`
-	MaxMsgSize int    `json:"max_msg_size"` // MB, as mycroft.conf
+	Route      string `json:"route"`        // the base of the routes (docs/ovos.md)
+	MaxMsgSize int    `json:"max_msg_size"` // MB, as mycroft.conf: 1 to 25
 	Disabled   bool   `json:"disabled"`
+	// ServicesUsers are the users (names or uids) the device's OVOS
+	// services run as: only their connections get the device's authority.
+	ServicesUsers []string `json:"services_users"`
+	// ServicesConfig is where the agent writes the services' mycroft.conf
+	// holding their route, owned by the first services user, mode 0600
+	// ("" = nowhere; docs/ovos.md).
+	ServicesConfig string `json:"services_config"`
 }
 
 // Skills configures the agent's skill manager (SKILL_MANAGER.md).
@@ -140,7 +147,7 @@ func Default() Config {
 			MaxInflight: 1024, MaxWritesPending: 1024, MaxClients: 50000,
 		},
 		HTTP:      HTTP{Listen: "0.0.0.0:8080"},
-		Websocket: Websocket{Host: "127.0.0.1", Port: 8181, Route: "/core", MaxMsgSize: 10},
+		Websocket: Websocket{Host: "127.0.0.1", Port: 8181, Route: "/core", MaxMsgSize: 10, ServicesUsers: []string{}},
 		Skills: Skills{
 			BlacklistedSkills: []string{}, Capabilities: []string{},
 			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60, Credentials: "signed",

@@ -32,7 +32,7 @@ func (c Config) Validate() error {
 		{"http.tls", tlsPair(c.HTTP.TLS)},
 		{"websocket.port", between(int64(c.Websocket.Port), 0, 65535)},
 		{"websocket.route", route(c.Websocket.Route)},
-		{"websocket.max_msg_size", between(int64(c.Websocket.MaxMsgSize), 1, 10)},
+		{"websocket.max_msg_size", between(int64(c.Websocket.MaxMsgSize), 1, 25)},
 		{"skills.ready_timeout", positive(c.Skills.ReadyTimeout)},
 		{"skills.stop_grace", positive(c.Skills.StopGrace)},
 		{"skills.scan_interval", positive(c.Skills.ScanInterval)},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/agent"
+	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skilluser"
 )
 
@@ -143,6 +144,8 @@ func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agen
 		DataDir: filepath.Join(f.dataDir, "agents", c.Device), DataRoot: f.dataDir,
 		Bundled: f.skills, UserSkills: f.userSkills,
 		WSListen: ws, WSRoute: cfg.Websocket.Route, WSMaxSize: cfg.Websocket.MaxMsgSize * 1000 * 1000,
+		WSMaxPacket: int(cfg.Broker.MaxPacketSize), WSServicesUsers: cfg.Websocket.ServicesUsers,
+		WSServicesConfig: cfg.Websocket.ServicesConfig, Trampoline: []string{bin, process.TrampolineCommand},
 		Skills: skills, Connectivity: cfg.Connectivity,
 		Version: ver, Bin: bin, Logger: a.log.With("role", "agent"),
 	}, nil

@@ -67,8 +67,10 @@ func (a *app) runUp(cmd *cobra.Command, g *gatewayRun, ac agent.Config) error {
 	}
 	a.printUp(g.up, g.dataDir, true)
 	if addr := ag.WSAddr(); addr != "" {
-		a.printf("  OVOS websocket  ws://%s%s\n", addr, ac.WSRoute)
+		a.printf("  OVOS websocket  %s; its route for OVOS services is in %s (run them with XDG_CONFIG_DIRS=%s; docs/ovos.md)\n",
+			addr, ac.WSServicesConfig, filepath.Dir(filepath.Dir(ac.WSServicesConfig)))
 	}
+	a.printf("  skill isolation  %s (docs/security.md)\n", ag.Isolation())
 	<-cmd.Context().Done()
 	return closeAgent(ag)
 }
@@ -83,7 +85,12 @@ func (a *app) upAgentConfig(cfg configs.Config, up configs.Up, f agentFlags) (ag
 		f.skills = []string{root}
 	}
 	f.dataDir = cfg.DataDir
-	return a.agentConfig(cfg, *up.Agent, f)
+	ac, err := a.agentConfig(cfg, *up.Agent, f)
+	if err == nil && ac.WSServicesConfig == "" {
+		// OVOS reads $XDG_CONFIG_DIRS/mycroft/mycroft.conf over its system config.
+		ac.WSServicesConfig = filepath.Join(cfg.DataDir, "ovos", "mycroft", "mycroft.conf")
+	}
+	return ac, err
 }
 
 // exampleSkills returns configs/skills when run from a checkout, else the

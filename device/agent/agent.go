@@ -50,7 +50,16 @@ type Config struct {
 
 	WSListen  string // the OVOS websocket drop-in's host:port; "" = off
 	WSRoute   string
-	WSMaxSize int // bytes
+	WSMaxSize int // bytes (websocket.max_msg_size)
+	// WSMaxPacket is the broker's maximum MQTT packet size
+	// (broker.max_packet_size); default the embedded broker's.
+	WSMaxPacket int
+	// WSServicesUsers are the users (names or uids) the device's OVOS
+	// services run as (websocket.services_users).
+	WSServicesUsers []string
+	// WSServicesConfig is where the agent writes the services' mycroft.conf
+	// with their route (websocket.services_config); "" writes nothing.
+	WSServicesConfig string
 
 	Skills       configs.Skills
 	Connectivity configs.Connectivity
@@ -85,6 +94,8 @@ type Agent struct {
 	installs *installRequests // OVOS-INSTALL-1 requests (SKILL_MANAGER §10)
 	applied  appliedWaiter
 	iso      *isolation // how skills run; set before the first connection
+	launcher *process.Launcher
+	phal     *connectivity.PHAL // the trusted PHAL question (websocket.go)
 }
 
 func (c *Config) setDefaults() error {
@@ -145,6 +156,7 @@ func (a *Agent) start(ctx context.Context) error {
 	if a.bus, err = bus.New(bus.Config{Transport: a.mqtt, Device: a.cfg.Device, Logger: a.log.With("component", "bus")}); err != nil {
 		return err
 	}
+	a.phal = connectivity.NewPHAL(a.bus.Emit)
 	if err := a.startManager(); err != nil {
 		return err
 	}
@@ -203,15 +215,16 @@ func (a *Agent) availability(t, state string) *bus.Packet {
 }
 
 func (a *Agent) startManager() error {
-	launcher := process.NewLauncher(process.Config{
+	a.launcher = process.NewLauncher(process.Config{
 		MQTTURL: a.cfg.MQTTURL, Device: a.cfg.Device, Key: a.cfg.Key, KeyVersion: a.cfg.KeyVersion,
 		Credentials: a.cfg.Skills.Credentials, DeviceSecret: a.cfg.Password,
 		SettingsRoot: a.cfg.Skills.SettingsRoot, Bin: a.cfg.Bin, StopGrace: a.cfg.Skills.StopGrace.Duration(),
 		Logger:   a.log.With("component", "skill"),
 		Identity: a.iso.identity(), DropCaps: a.iso.dropCaps, Trampoline: a.cfg.Trampoline,
-		Records: filepath.Join(a.cfg.DataDir, "running-skills.json"),
+		Records:  filepath.Join(a.cfg.DataDir, "running-skills.json"),
+		SkillEnv: a.skillEnv,
 	})
-	if n, err := launcher.ReapOrphans(); err != nil {
+	if n, err := a.launcher.ReapOrphans(); err != nil {
 		a.log.Warn("reap skills a previous run left", "error", err)
 	} else if n > 0 {
 		a.log.Warn("killed what skills of a previous run left running", "groups", n)
@@ -223,13 +236,13 @@ func (a *Agent) startManager() error {
 	urls := a.cfg.Connectivity.CheckURLs
 	var err error
 	a.manager, err = skillmanager.New(skillmanager.Config{
-		Bus: a.bus, Launcher: skillmanager.Launch(launcher.Start),
+		Bus: a.bus, Launcher: skillmanager.Launch(a.launcher.Start),
 		Discovery: discovery.Config{
 			Bundled: a.cfg.Bundled, Installed: a.installedRoot(), User: a.cfg.UserSkills,
 		},
 		Blacklist: a.cfg.Blacklist, Capabilities: a.cfg.Skills.Capabilities,
 		ReadyTimeout: a.cfg.Skills.ReadyTimeout.Duration(), ScanInterval: a.cfg.Skills.ScanInterval.Duration(),
-		TrainTimeout: a.cfg.Skills.TrainTimeout.Duration(), PHALTimeout: phal,
+		TrainTimeout: a.cfg.Skills.TrainTimeout.Duration(), PHALTimeout: phal, AskPHAL: a.askPHAL(),
 		CheckInternet: func(ctx context.Context) (bool, error) {
 			return connectivity.CheckInternet(ctx, urls, http.DefaultClient)
 		},
@@ -246,11 +259,7 @@ func (a *Agent) startManager() error {
 func (a *Agent) startServices(ctx context.Context) error {
 	var err error
 	if a.cfg.WSListen != "" {
-		a.ws, err = wsbus.Start(ctx, wsbus.Config{
-			Transport: a.mqtt, Device: a.cfg.Device, Listen: a.cfg.WSListen, Route: a.cfg.WSRoute,
-			MaxFrame: a.cfg.WSMaxSize, Logger: a.log,
-		})
-		if err != nil {
+		if err := a.startWebsocket(ctx); err != nil {
 			return err
 		}
 	}
@@ -289,6 +298,9 @@ func (a *Agent) emit(t string, data map[string]any) {
 		a.log.Warn("emit", "type", t, "error", err)
 	}
 }
+
+// Isolation says how skills run: IsolationUID or IsolationNone.
+func (a *Agent) Isolation() string { return a.iso.Mode }
 
 // WSAddr returns the websocket drop-in's address, or "" when it is off.
 func (a *Agent) WSAddr() string {

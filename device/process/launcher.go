@@ -42,6 +42,10 @@ const (
 	EnvBusPrefix = "CHORUS_BUS_PREFIX"
 	EnvSettings  = "CHORUS_SETTINGS"
 	EnvBin       = "CHORUS_BIN"
+	// EnvWSURL is the skill's own route on the agent's OVOS websocket
+	// drop-in, where a stock OVOS skill connects with the skill's identity
+	// (set when the drop-in runs; docs/ovos.md).
+	EnvWSURL = "CHORUS_WS_URL"
 )
 
 // inheritedNames lists the only variables a skill inherits from the agent: what a
@@ -186,7 +190,7 @@ func (l *Launcher) env(skill string, id *Identity) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
 	}
-	password, err := l.password(skill)
+	user, password, err := l.Credentials(skill)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +201,7 @@ func (l *Launcher) env(skill string, id *Identity) ([]string, error) {
 	}
 	return append(env,
 		EnvMQTTURL+"="+l.cfg.MQTTURL,
-		EnvUsername+"="+skillcred.Username(l.cfg.Device, skill),
+		EnvUsername+"="+user,
 		EnvPassword+"="+password,
 		EnvDevice+"="+l.cfg.Device,
 		EnvSkillID+"="+skill,
@@ -207,22 +211,27 @@ func (l *Launcher) env(skill string, id *Identity) ([]string, error) {
 	), nil
 }
 
-// password mints the skill's MQTT password in the configured form
-// (docs/security.md, "Skill credential forms").
-func (l *Launcher) password(skill string) (string, error) {
-	if len(l.cfg.Key) != ed25519.PrivateKeySize {
-		return "", errors.New("no device signing key to mint the skill's credentials")
+// Credentials mints skill's MQTT username and password in the configured
+// form (docs/security.md, "Skill credential forms"): what its process gets,
+// and what the websocket drop-in relays its OVOS client with.
+func (l *Launcher) Credentials(skill string) (username, password string, err error) {
+	if err := topic.ValidSkillID(skill); err != nil {
+		return "", "", err
 	}
+	if len(l.cfg.Key) != ed25519.PrivateKeySize {
+		return "", "", errors.New("no device signing key to mint the skill's credentials")
+	}
+	username = skillcred.Username(l.cfg.Device, skill)
 	switch l.cfg.Credentials {
 	case "", CredentialsSigned:
-		return skillcred.Mint(l.cfg.Key, l.cfg.KeyVersion, l.cfg.Device, skill), nil
+		return username, skillcred.Mint(l.cfg.Key, l.cfg.KeyVersion, l.cfg.Device, skill), nil
 	case CredentialsDerived:
 		if l.cfg.DeviceSecret == "" {
-			return "", errors.New("derived skill credentials need the device secret")
+			return "", "", errors.New("derived skill credentials need the device secret")
 		}
-		return skillcred.MintDerived(skillcred.DeriveKey(l.cfg.DeviceSecret), l.cfg.KeyVersion, l.cfg.Device, skill), nil
+		return username, skillcred.MintDerived(skillcred.DeriveKey(l.cfg.DeviceSecret), l.cfg.KeyVersion, l.cfg.Device, skill), nil
 	}
-	return "", fmt.Errorf("skill credential form %q: want %s or %s", l.cfg.Credentials, CredentialsSigned, CredentialsDerived)
+	return "", "", fmt.Errorf("skill credential form %q: want %s or %s", l.cfg.Credentials, CredentialsSigned, CredentialsDerived)
 }
 
 func (l *Launcher) inheritedEnv(id *Identity) []string {
