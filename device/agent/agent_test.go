@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, process.ExecMain(os.Args[2:]))
 		os.Exit(126)
 	}
+	if len(os.Args) > 2 && os.Args[1] == testSkillCommand {
+		os.Exit(runTestSkill(os.Args[2]))
+	}
 	if os.Getenv("CHORUS_AGENT_CHILD") != "" {
 		os.Exit(runChild())
 	}
