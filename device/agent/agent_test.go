@@ -49,7 +49,7 @@ func runChild() int {
 	cfg := Config{
 		Device: c.Device, MQTTURL: c.MQTTURL, Username: c.Device, Password: c.Password,
 		Key: ed25519.NewKeyFromSeed(c.Seed), KeyVersion: 1, DataDir: c.DataDir,
-		Skills: c.Skills, Connectivity: configs.Connectivity{CheckInterval: 60},
+		Skills: c.Skills, Connectivity: configs.Connectivity{CheckInterval: 60}, Bundled: c.Bundled,
 		WillDelay: time.Second,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
@@ -69,6 +69,7 @@ type childConfig struct {
 	Device, MQTTURL, Password, DataDir string
 	Seed                               []byte
 	Skills                             configs.Skills
+	Bundled                            []string
 }
 
 // testSkills is the default skills section with a uid range of the test's

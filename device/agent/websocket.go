@@ -146,4 +146,3 @@ func lookupUIDs(users []string) ([]uint32, error) {
 	}
 	return out, nil
 }
-
