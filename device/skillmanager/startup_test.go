@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/envelope"
 )
 
 func TestStartupGating(t *testing.T) {
@@ -237,4 +239,36 @@ func TestStatusQueries(t *testing.T) {
 	m.mu.Lock()
 	m.status = StatusReady
 	m.mu.Unlock()
+}
+
+// Only a skill may say it is ready: a chorus.skill.ready whose
+// context.skill_id does not name the skill (another skill's claim, or none,
+// which the broker cannot bind to the sender) leaves it loading until its
+// own comes.
+func TestReadinessBoundToTheSkill(t *testing.T) {
+	e := newEnv(t)
+	writeSkill(t, e.root, skillSpec{id: "slow", ready: "message"})
+	done := make(chan *Manager, 1)
+	go func() { done <- e.start(func(c *Config) { c.ReadyTimeout = 10 * time.Second }) }()
+	waitUntil(t, "slow loading", func() bool { return e.launch.starts("slow") == 1 })
+	for _, ctx := range []map[string]any{{}, {"skill_id": "other"}} {
+		m := envelope.New(TypeSkillReady, map[string]any{"skill_id": "slow"})
+		for k, v := range ctx {
+			m = m.WithContext(k, v)
+		}
+		if err := e.obs.Emit(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+		t.Fatal("a readiness claim from someone else finished the load")
+	case <-time.After(300 * time.Millisecond): // a negative check: the load must still wait
+	}
+	if err := e.obs.Emit(context.Background(), envelope.New(TypeSkillReady, map[string]any{"skill_id": "slow"}).WithContext("skill_id", "slow")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-done; states(m)["slow"] != StateLoaded {
+		t.Errorf("slow: %s after its own readiness, want loaded", states(m)["slow"])
+	}
 }
