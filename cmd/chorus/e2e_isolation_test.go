@@ -204,3 +204,30 @@ func unitCapabilities(t *testing.T, unit string) string {
 	t.Fatalf("%s has no AmbientCapabilities=", unit)
 	return ""
 }
+
+// skills.isolation uid refuses to start an agent that cannot switch uids,
+// with the fix in the error, rather than run skills as its own user.
+func TestIsolationUIDRefusedWithoutCapabilitiesE2E(t *testing.T) {
+	skillusertest.RequireRoot(t)
+	user := skillusertest.Range(t).First
+	work := skillusertest.OpenDir(t)
+	if err := os.Chown(work, int(user), int(user)); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(chorusBin, "up", "--data-dir", "data", "--skill-isolation", "uid",
+		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: user, Gid: user}}
+	p := startProc(t, work, cmd)
+	select {
+	case err := <-p.waited:
+		p.waited <- err
+		if err == nil {
+			t.Fatal("chorus up started skills without isolation")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("chorus up kept running with skills.isolation uid and no capabilities")
+	}
+	if out := p.out.String(); !strings.Contains(out, "skills.isolation is uid but the agent lacks CAP_CHOWN, CAP_KILL, CAP_SETGID, CAP_SETUID") {
+		t.Errorf("the error does not say what is missing:\n%s", out)
+	}
+}

@@ -30,6 +30,7 @@ try read-uid-map 'cat %[3]s/skill-uids.json'
 try list-data-dir 'ls %[3]s'
 try other-skill-home 'ls %[3]s/home/other.skill'
 try agent-environ 'cat /proc/'$PPID'/environ'
+try agent-memory-map 'cat /proc/'$PPID'/maps'
 try signal-agent 'kill -0 '$PPID
 try write-own-code 'touch ./pwned'
 try write-own-home 'touch "$HOME/mine"'
@@ -69,7 +70,7 @@ func TestSkillCannotReadAgentSecretsOrSignalIt(t *testing.T) {
 	got := waitReport(t, report)
 	want := map[string]string{
 		"read-credentials": "no", "read-ws-secret": "no", "read-session": "no", "read-uid-map": "no",
-		"list-data-dir": "no", "other-skill-home": "no", "agent-environ": "no", "signal-agent": "no",
+		"list-data-dir": "no", "other-skill-home": "no", "agent-environ": "no", "agent-memory-map": "no", "signal-agent": "no",
 		"write-own-code": "no", "write-own-home": "yes",
 	}
 	for k, v := range want {
@@ -211,4 +212,39 @@ func alive(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+// Opening the data tree to skill uids makes the agent's own readable files
+// in the directories it opens private (the gateway's database under chorus
+// up), and leaves directories and others' files alone.
+func TestMakeSearchable(t *testing.T) {
+	skillusertest.RequireRoot(t)
+	root := filepath.Join(t.TempDir(), "data")
+	dir := filepath.Join(root, "agents", "pi-1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(root, "fleet.db")
+	code := filepath.Join(root, "examples")
+	theirs := filepath.Join(root, "theirs")
+	for _, p := range []string{db, theirs} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(theirs, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(code, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeSearchable(root, dir, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{root: 0o701, filepath.Join(root, "agents"): 0o701, dir: 0o711,
+		db: 0o640, code: 0o755, theirs: 0o644} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %04o (%v), want %04o", path, st.Mode().Perm(), err, want)
+		}
+	}
 }

@@ -212,3 +212,29 @@ func TestSkillOnDropInHasSkillAuthority(t *testing.T) {
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
+
+// The services' route survives a restart (the secret is persisted), so OVOS
+// services keep their mycroft.conf; the file is theirs alone (0600).
+func TestServicesRouteSurvivesRestart(t *testing.T) {
+	f := trustFixture(t)
+	f.cfg.WSListen = "127.0.0.1:0"
+	route := func() string {
+		a, err := Start(context.Background(), f.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close(context.Background())
+		st, err := os.Stat(f.cfg.WSServicesConfig)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("services config: %v (%v), want mode 0600", st, err)
+		}
+		u, err := servicesURL(f.cfg.WSServicesConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u[strings.LastIndex(u, "/"):]
+	}
+	if first, second := route(), route(); first != second || len(first) < 40 {
+		t.Errorf("routes %q then %q, want one secret route", first, second)
+	}
+}

@@ -128,6 +128,32 @@ func TestIsolatedSkillAsNonRootAgentWithAmbientCaps(t *testing.T) {
 	}
 }
 
+// Without an identity (isolation none) an agent holding capabilities still
+// passes none on: DropCaps runs the skill through the trampoline, which
+// clears them, under the agent's own uid.
+func TestDropCapsWithoutIdentity(t *testing.T) {
+	skillusertest.RequireRoot(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv (util-linux) not installed")
+	}
+	agentUID := skillusertest.Range(t).First
+	bin := skillusertest.Executable(t)
+	c := childSkill(t, bin, "echo \"uid=$(id -u)\"\ngrep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status | tr -d '\\t'\n")
+	c.DropCaps, c.WaitExit = true, true
+	caps := "+setuid,+setgid,+chown,+kill"
+	_, lr, _ := startChild(t, c, setpriv,
+		fmt.Sprintf("--reuid=%d", agentUID), fmt.Sprintf("--regid=%d", agentUID), "--clear-groups",
+		"--inh-caps="+caps, "--ambient-caps="+caps)
+	tail := tailOf(t, lr)
+	for _, w := range []string{fmt.Sprintf("uid=%d", agentUID), "CapInh:0000000000000000", "CapPrm:0000000000000000",
+		"CapEff:0000000000000000", "CapAmb:0000000000000000", "NoNewPrivs:1"} {
+		if !contains(tail, w) {
+			t.Errorf("skill output lacks %q:\n%s", w, strings.Join(tail, "\n"))
+		}
+	}
+}
+
 func hasPrefix(lines []string, p string) bool {
 	for _, l := range lines {
 		if strings.HasPrefix(l, p) {
