@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/ovosconf"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/gateway/bus"
@@ -119,11 +120,7 @@ func loadSecret(path string) ([]byte, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return nil, err
-	}
-	return b, os.Rename(tmp, path)
+	return b, configs.WriteFileAtomic(path, b, 0o600)
 }
 
 // lookupUIDs resolves user names or numeric uids.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/chorus-edge/chorus/configs"
 )
 
 // record identifies one running skill's process group across an agent
@@ -75,11 +77,7 @@ func (r *records) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp := r.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("save skill records: %w", err)
-	}
-	if err := os.Rename(tmp, r.path); err != nil {
+	if err := configs.WriteFileAtomic(r.path, b, 0o600); err != nil {
 		return fmt.Errorf("save skill records: %w", err)
 	}
 	return nil
