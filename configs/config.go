@@ -87,7 +87,7 @@ type Websocket struct {
 	ServicesUsers []string `json:"services_users"`
 	// ServicesConfig is where the agent writes the services' mycroft.conf
 	// holding their route, owned by the first services user, mode 0600
-	// ("" = nowhere; docs/ovos.md).
+	// ("" = <data_dir>/ovos/mycroft/mycroft.conf; docs/ovos.md).
 	ServicesConfig string `json:"services_config"`
 }
 

@@ -136,6 +136,11 @@ func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agen
 	if err != nil {
 		return agent.Config{}, err
 	}
+	servicesConfig := cfg.Websocket.ServicesConfig
+	if servicesConfig == "" {
+		// OVOS reads $XDG_CONFIG_DIRS/mycroft/mycroft.conf over its system config.
+		servicesConfig = filepath.Join(f.dataDir, "ovos", "mycroft", "mycroft.conf")
+	}
 	ver, _ := buildInfo()
 	bin, _ := os.Executable()
 	return agent.Config{
@@ -145,7 +150,7 @@ func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agen
 		Bundled: f.skills, UserSkills: f.userSkills,
 		WSListen: ws, WSRoute: cfg.Websocket.Route, WSMaxSize: cfg.Websocket.MaxMsgSize * 1000 * 1000,
 		WSMaxPacket: int(cfg.Broker.MaxPacketSize), WSServicesUsers: cfg.Websocket.ServicesUsers,
-		WSServicesConfig: cfg.Websocket.ServicesConfig, Trampoline: []string{bin, process.TrampolineCommand},
+		WSServicesConfig: servicesConfig, Trampoline: []string{bin, process.TrampolineCommand},
 		Skills: skills, Connectivity: cfg.Connectivity,
 		Version: ver, Bin: bin, Logger: a.log.With("role", "agent"),
 	}, nil

@@ -85,12 +85,7 @@ func (a *app) upAgentConfig(cfg configs.Config, up configs.Up, f agentFlags) (ag
 		f.skills = []string{root}
 	}
 	f.dataDir = cfg.DataDir
-	ac, err := a.agentConfig(cfg, *up.Agent, f)
-	if err == nil && ac.WSServicesConfig == "" {
-		// OVOS reads $XDG_CONFIG_DIRS/mycroft/mycroft.conf over its system config.
-		ac.WSServicesConfig = filepath.Join(cfg.DataDir, "ovos", "mycroft", "mycroft.conf")
-	}
-	return ac, err
+	return a.agentConfig(cfg, *up.Agent, f)
 }
 
 // exampleSkills returns configs/skills when run from a checkout, else the

@@ -52,7 +52,7 @@ func (a *Agent) startWebsocket(ctx context.Context) error {
 func (a *Agent) writeServicesConfig(uids []uint32) error {
 	path := a.cfg.WSServicesConfig
 	if path == "" {
-		a.log.Info("no websocket.services_config: put the services route in the OVOS services' mycroft.conf yourself (docs/ovos.md)")
+		a.log.Warn("no websocket.services_config: the device's OVOS services have no route to the drop-in (docs/ovos.md)")
 		return nil
 	}
 	uid, gid := -1, -1
