@@ -86,7 +86,27 @@ func (a *Agent) openAccounts() (*skilluser.Accounts, error) {
 		a.log.Warn("killed processes a previous run left under skill uids", "count", n, "uid_range", r.String())
 	}
 	a.log.Info("skills run under their own uids", "uid_range", r.String())
+	a.checkBinReachable()
 	return acc, nil
+}
+
+// checkBinReachable warns when a skill uid could not run $CHORUS_BIN (the
+// example skills do): the skills that need it would fail at start.
+func (a *Agent) checkBinReachable() {
+	bin := a.cfg.Bin
+	if bin == "" {
+		bin, _ = os.Executable()
+	}
+	st, err := os.Stat(bin)
+	if err == nil && st.Mode().Perm()&0o001 == 0 {
+		err = fmt.Errorf("%s is mode %04o", bin, st.Mode().Perm())
+	}
+	if err == nil {
+		err = skilluser.Reachable(filepath.Dir(bin))
+	}
+	if err != nil {
+		a.log.Warn("skills under their own uids cannot run $CHORUS_BIN; skills that call it will fail (install chorus where every user can run it, e.g. /usr/local/bin)", "bin", bin, "error", err)
+	}
 }
 
 // identity is the launcher's Identity in uid mode, nil otherwise.
