@@ -1,6 +1,7 @@
 // Package wsbus serves the OVOS websocket message bus on top of one device's
 // MQTT bus: a drop-in for ovos-messagebus, so unmodified OVOS services and
-// skills on the device keep connecting to ws://127.0.0.1:8181/core (BUS.md §3).
+// skills on the device keep connecting to ws://127.0.0.1:8181, each on its
+// route (BUS.md §3; auth.go).
 //
 // What a websocket client sees is what ovos-messagebus does
 // (reference/ovos-behaviour.md §3.3):
