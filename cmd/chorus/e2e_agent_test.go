@@ -173,9 +173,15 @@ func checkDropIn(t *testing.T, c *brokertest.Client, device, conf string) {
 	if err != nil || !strings.Contains(string(greet), `"type":"connected"`) {
 		t.Fatalf("greeting: %v %s", err, greet)
 	}
-	msg := `{"type":"chorus.e2e.hello","data":{"n":1},"context":{}}`
-	if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-		t.Fatal(err)
+	// As ovos-bus-client: ovos.session.sync right after connecting, then
+	// messages carrying the serialized session (BUS.md §3).
+	session := `{"session":{"session_id":"default","lang":"en-US","active_skills":[]}}`
+	sync := `{"type":"ovos.session.sync","data":{},"context":` + session + `}`
+	msg := `{"type":"chorus.e2e.hello","data":{"n":1},"context":` + session + `}`
+	for _, f := range []string{sync, msg} {
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(f)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for {
 		_, echo, err := ws.ReadMessage()
