@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/chorus-edge/chorus/device/skilluser"
 )
 
 // Config is the whole chorus.json. Every role reads the sections it needs.
@@ -104,9 +106,16 @@ type HTTP struct {
 type Websocket struct {
 	Host       string `json:"host"`
 	Port       int    `json:"port"`
-	Route      string `json:"route"`
-	MaxMsgSize int    `json:"max_msg_size"` // MB, as mycroft.conf
+	Route      string `json:"route"`        // the base of the routes (docs/ovos.md)
+	MaxMsgSize int    `json:"max_msg_size"` // MB, as mycroft.conf: 1 to 25
 	Disabled   bool   `json:"disabled"`
+	// ServicesUsers are the users (names or uids) the device's OVOS
+	// services run as: only their connections get the device's authority.
+	ServicesUsers []string `json:"services_users"`
+	// ServicesConfig is where the agent writes the services' mycroft.conf
+	// holding their route, owned by the first services user, mode 0600
+	// ("" = <data_dir>/ovos/mycroft/mycroft.conf; docs/ovos.md).
+	ServicesConfig string `json:"services_config"`
 }
 
 // Skills configures the agent's skill manager (SKILL_MANAGER.md).
@@ -126,6 +135,15 @@ type Skills struct {
 	// "derived" (an HMAC keyed with the device secret's hash, which an
 	// external broker's exported static passwords need; docs/security.md).
 	Credentials string `json:"credentials"`
+	// Isolation is how skill processes are separated from the agent
+	// (docs/security.md, "Skill isolation"): "auto" (the default: each
+	// skill under its own uid when the agent can switch uids, else as the
+	// agent's user, with a warning), "uid" (refuse to start without it) or
+	// "none".
+	Isolation string `json:"isolation"`
+	// UIDRange is the reserved range the skills' uids come from,
+	// "FIRST-LAST" (device/skilluser.DefaultRange).
+	UIDRange string `json:"uid_range"`
 }
 
 // Installer gates install requests arriving on the bus (SKILL_MANAGER.md §10).
@@ -156,10 +174,11 @@ func Default() Config {
 			MaxInflight: 1024, MaxWritesPending: 1024, MaxClients: 50000,
 		},
 		HTTP:      HTTP{Listen: "0.0.0.0:8080"},
-		Websocket: Websocket{Host: "127.0.0.1", Port: 8181, Route: "/core", MaxMsgSize: 10},
+		Websocket: Websocket{Host: "127.0.0.1", Port: 8181, Route: "/core", MaxMsgSize: 10, ServicesUsers: []string{}},
 		Skills: Skills{
 			BlacklistedSkills: []string{}, Capabilities: []string{},
 			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60, Credentials: "signed",
+			Isolation: "auto", UIDRange: skilluser.DefaultRange,
 		},
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},

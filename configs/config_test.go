@@ -3,6 +3,7 @@ package configs
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"negative", `{"skills": {"ready_timeout": -1}}`, "skills.ready_timeout"},
 		{"route", `{"websocket": {"route": "core"}}`, "websocket.route"},
 		{"skill credential form", `{"skills": {"credentials": "plain"}}`, "skills.credentials"},
+		{"isolation", `{"skills": {"isolation": "chroot"}}`, "skills.isolation"},
+		{"uid range", `{"skills": {"uid_range": "0-999"}}`, "skills.uid_range"},
+		{"frames over OVOS's", `{"websocket": {"max_msg_size": 26}}`, "websocket.max_msg_size: 26 is outside 1..25"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +66,27 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// websocket.max_msg_size takes OVOS's range, up to ovos-config's 25 (MB).
+func TestMaxMsgSizeUpToOVOS(t *testing.T) {
+	cfg := Default()
+	if _, err := Parse([]byte(`{"websocket": {"max_msg_size": 25}}`), &cfg); err != nil || cfg.Websocket.MaxMsgSize != 25 {
+		t.Fatalf("max_msg_size 25: %v (%d)", err, cfg.Websocket.MaxMsgSize)
+	}
+}
+
+// The complete example is the defaults, key for key, but for an installed
+// data dir.
+func TestExampleIsDefaults(t *testing.T) {
+	cfg, _, err := Load("chorus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = DefaultDataDir
+	if !reflect.DeepEqual(cfg, Default()) {
+		t.Errorf("chorus.json differs from Default():\n%+v\n%+v", cfg, Default())
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/chorus-edge/chorus/device/skilluser"
 )
 
 // Validate checks every value; the error names the key path and the reason.
@@ -39,12 +41,14 @@ func (c Config) Validate() error {
 		{"http.tls", tlsPair(c.HTTP.TLS)},
 		{"websocket.port", between(int64(c.Websocket.Port), 0, 65535)},
 		{"websocket.route", route(c.Websocket.Route)},
-		{"websocket.max_msg_size", between(int64(c.Websocket.MaxMsgSize), 1, 10)},
+		{"websocket.max_msg_size", between(int64(c.Websocket.MaxMsgSize), 1, 25)},
 		{"skills.ready_timeout", positive(c.Skills.ReadyTimeout)},
 		{"skills.stop_grace", positive(c.Skills.StopGrace)},
 		{"skills.scan_interval", positive(c.Skills.ScanInterval)},
 		{"skills.train_timeout", positive(c.Skills.TrainTimeout)},
 		{"skills.credentials", oneOf(c.Skills.Credentials, "signed", "derived")},
+		{"skills.isolation", oneOf(c.Skills.Isolation, "auto", "uid", "none")},
+		{"skills.uid_range", uidRange(c.Skills.UIDRange)},
 		{"connectivity.phal_timeout", notNegative(c.Connectivity.PHALTimeout)},
 		{"connectivity.check_interval", positive(c.Connectivity.CheckInterval)},
 		{"connectivity.check_urls", httpURLs(c.Connectivity.CheckURLs)},
@@ -161,6 +165,11 @@ func walkKeys(prefix string, raw any, t reflect.Type, out *[]string) {
 		}
 		walkKeys(prefix+k+".", v, ft, out)
 	}
+}
+
+func uidRange(s string) error {
+	_, err := skilluser.ParseRange(s)
+	return err
 }
 
 func haPrefix(p string) error {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/agent"
+	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/device/skilluser"
 )
 
 // agentFlags are the flags of `chorus agent`; `chorus up` shares some.
@@ -29,6 +31,15 @@ type agentFlags struct {
 	skills      []string
 	userSkills  []string
 	wsListen    string
+	isolation   string
+	uidRange    string
+}
+
+// registerIsolation adds the skill isolation flags that `chorus agent` and
+// `chorus up` share; they override the config file's skills section.
+func (f *agentFlags) registerIsolation(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.isolation, "skill-isolation", "", "how skills are kept from the agent: auto, uid or none (default: the config's skills.isolation, auto)")
+	cmd.Flags().StringVar(&f.uidRange, "skill-uid-range", "", "the uids skills run under, FIRST-LAST (default: the config's skills.uid_range, "+skilluser.DefaultRange+")")
 }
 
 func (a *app) newAgentCmd() *cobra.Command {
@@ -68,6 +79,7 @@ func (a *app) newAgentCmd() *cobra.Command {
 	fl.StringSliceVar(&f.skills, "skills", nil, "bundled skill root (repeatable)")
 	fl.StringSliceVar(&f.userSkills, "user-skills", nil, "user skill root (repeatable)")
 	fl.StringVar(&f.wsListen, "ws-listen", "", "OVOS websocket drop-in host:port, or off (default: the config's websocket section, 127.0.0.1:8181)")
+	f.registerIsolation(cmd)
 	return cmd
 }
 
@@ -120,17 +132,45 @@ func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agen
 	if err != nil {
 		return agent.Config{}, err
 	}
+	skills, err := f.skillsSection(cfg.Skills)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	servicesConfig := cfg.Websocket.ServicesConfig
+	if servicesConfig == "" {
+		// OVOS reads $XDG_CONFIG_DIRS/mycroft/mycroft.conf over its system config.
+		servicesConfig = filepath.Join(f.dataDir, "ovos", "mycroft", "mycroft.conf")
+	}
 	ver, _ := buildInfo()
 	bin, _ := os.Executable()
 	return agent.Config{
 		Device: c.Device, MQTTURL: c.MQTTURL, Username: c.Username, Password: c.Password,
 		Key: key, KeyVersion: c.KeyVersion, ServerURL: c.ServerURL,
-		DataDir: filepath.Join(f.dataDir, "agents", c.Device),
+		DataDir: filepath.Join(f.dataDir, "agents", c.Device), DataRoot: f.dataDir,
 		Bundled: f.skills, UserSkills: f.userSkills,
 		WSListen: ws, WSRoute: cfg.Websocket.Route, WSMaxSize: cfg.Websocket.MaxMsgSize * 1000 * 1000,
-		Skills: cfg.Skills, Connectivity: cfg.Connectivity,
+		WSMaxPacket: int(cfg.Broker.MaxPacketSize), WSServicesUsers: cfg.Websocket.ServicesUsers,
+		WSServicesConfig: servicesConfig, Trampoline: []string{bin, process.TrampolineCommand},
+		Skills: skills, Connectivity: cfg.Connectivity,
 		Version: ver, Bin: bin, Logger: a.log.With("role", "agent"),
 	}, nil
+}
+
+// skillsSection lays the isolation flags over the config's skills section,
+// checked as the config file's values are.
+func (f agentFlags) skillsSection(s configs.Skills) (configs.Skills, error) {
+	if f.isolation != "" {
+		s.Isolation = f.isolation
+	}
+	if f.uidRange != "" {
+		s.UIDRange = f.uidRange
+	}
+	c := configs.Default()
+	c.Skills = s
+	if err := c.Validate(); err != nil {
+		return s, fmt.Errorf("--skill-isolation, --skill-uid-range: %w", err)
+	}
+	return s, nil
 }
 
 // wsListen decides the drop-in's address: the flag (host:port or off),

@@ -76,6 +76,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newAgentCmd(),
 		a.newBusCmd(),
 		a.newSkillCmd(),
+		a.newSkillExecCmd(),
 		a.newFleetCmd(),
 		a.newCertCmd(),
 		a.newBenchCmd(),

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +113,7 @@ func TestUpAgentE2E(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
 	}
-	checkDropIn(t, late, "pi-test")
+	checkDropIn(t, late, "pi-test", filepath.Join(data, "ovos", "mycroft", "mycroft.conf"))
 
 	out, err = exec.Command(chorusBin, "bus", "request", "skillmanager.rescan", "--data-dir", data, "--timeout", "10s").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"loaded":[]`) {
@@ -140,9 +142,12 @@ func TestUpAgentE2E(t *testing.T) {
 	_ = configs.UpFileName
 }
 
-// checkDropIn connects to the OVOS websocket drop-in named in the birth and
-// checks the greeting, the echo, and the same message on MQTT.
-func checkDropIn(t *testing.T, c *brokertest.Client, device string) {
+// checkDropIn connects to the OVOS websocket drop-in as a stock OVOS service
+// configured as docs/ovos.md says: the URL built from the websocket section
+// of the mycroft.conf the agent wrote (conf), no credentials. It checks the
+// greeting, the echo and the same message on MQTT, and that the stock route
+// /core of the birth's address gives nothing (issue 14, finding 2).
+func checkDropIn(t *testing.T, c *brokertest.Client, device, conf string) {
 	t.Helper()
 	c.Sub(t, "chorus/v1/"+device+"/birth")
 	var birth struct{ Websocket string }
@@ -154,8 +159,11 @@ func checkDropIn(t *testing.T, c *brokertest.Client, device string) {
 		m := c.Expect(t, "chorus/v1/"+device+"/birth", time.Until(deadline))
 		json.Unmarshal(m.Payload, &birth)
 	}
+	if _, resp, err := websocket.DefaultDialer.Dial("ws://"+birth.Websocket+"/core", nil); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("the stock route /core: %v, want 403", err)
+	}
 	c.Sub(t, "chorus/v1/"+device+"/bus/+")
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+birth.Websocket+"/core", nil)
+	ws, _, err := websocket.DefaultDialer.Dial(ovosBusURL(t, conf), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +173,15 @@ func checkDropIn(t *testing.T, c *brokertest.Client, device string) {
 	if err != nil || !strings.Contains(string(greet), `"type":"connected"`) {
 		t.Fatalf("greeting: %v %s", err, greet)
 	}
-	msg := `{"type":"chorus.e2e.hello","data":{"n":1},"context":{}}`
-	if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-		t.Fatal(err)
+	// As ovos-bus-client: ovos.session.sync right after connecting, then
+	// messages carrying the serialized session (BUS.md §3).
+	session := `{"session":{"session_id":"default","lang":"en-US","active_skills":[]}}`
+	sync := `{"type":"ovos.session.sync","data":{},"context":` + session + `}`
+	msg := `{"type":"chorus.e2e.hello","data":{"n":1},"context":` + session + `}`
+	for _, f := range []string{sync, msg} {
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(f)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for {
 		_, echo, err := ws.ReadMessage()
@@ -181,6 +195,44 @@ func checkDropIn(t *testing.T, c *brokertest.Client, device string) {
 	if m := c.Expect(t, "chorus/v1/"+device+"/bus/chorus.e2e.hello", 10*time.Second); string(m.Payload) != msg {
 		t.Fatalf("mqtt got %s", m.Payload)
 	}
+}
+
+// ovosBusURL waits for the mycroft.conf the agent writes for the OVOS
+// services and builds the URL from its websocket section the way
+// ovos-bus-client does: ws[s]://{host}:{port}{route} (BUS.md §3). The file
+// must be readable by its owner alone.
+func ovosBusURL(t *testing.T, conf string) string {
+	t.Helper()
+	var b []byte
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var err error
+		if b, err = os.ReadFile(conf); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mycroft.conf at %s: %v", conf, err)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	if st, err := os.Stat(conf); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: mode %v (%v), want 0600", conf, st.Mode().Perm(), err)
+	}
+	var c struct {
+		Websocket struct {
+			Host  string
+			Port  int
+			Route string
+			SSL   bool
+		}
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatalf("%s: %v", conf, err)
+	}
+	scheme := "ws"
+	if c.Websocket.SSL {
+		scheme = "wss"
+	}
+	return fmt.Sprintf("%s://%s:%d%s", scheme, c.Websocket.Host, c.Websocket.Port, c.Websocket.Route)
 }
 
 // `chorus bus send` from one process is printed by `chorus bus listen` in

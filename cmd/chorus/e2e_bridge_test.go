@@ -16,6 +16,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,9 +159,9 @@ type wsPeer struct {
 	log  *seenLog
 }
 
-func dialWS(t *testing.T, device, addr string) *wsPeer {
+func dialWS(t *testing.T, device, url string) *wsPeer {
 	t.Helper()
-	conn, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/core", nil)
+	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		t.Fatalf("%s websocket: %v", device, err)
 	}
@@ -265,7 +266,7 @@ func startBridgeHome(t *testing.T) *bridgeHome {
 	}
 	for _, d := range []string{"hub", "pi-kitchen", "pi-bedroom"} {
 		h.waitOnline(t, d, 0)
-		h.ws[d] = dialWS(t, d, h.wsAddr(t, d))
+		h.ws[d] = dialWS(t, d, ovosBusURL(t, h.servicesConfig(d)))
 	}
 	h.waitOnline(t, "pi-office", 0)
 	h.state.waitFor(t, 0, "hello.chorus loaded on pi-office", func(s seen) bool {
@@ -280,10 +281,21 @@ func startBridgeHome(t *testing.T) *bridgeHome {
 	return h
 }
 
+// startAgent starts device's agent with a config that has it write the
+// OVOS services' mycroft.conf (docs/ovos.md).
 func (h *bridgeHome) startAgent(t *testing.T, device string) {
 	t.Helper()
-	args := append([]string{"agent", "--credentials", device + ".json", "--data-dir", device + "-data"}, h.agentArgs[device]...)
+	cfg := fmt.Sprintf(`{"websocket": {"services_config": %q}}`, h.servicesConfig(device))
+	if err := os.WriteFile(filepath.Join(h.work, device+"-agent.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"agent", "--config", device + "-agent.json", "--credentials", device + ".json", "--data-dir", device + "-data"}, h.agentArgs[device]...)
 	h.agents[device] = startChorus(t, h.work, args...)
+}
+
+// servicesConfig is where device's agent writes the OVOS services' mycroft.conf.
+func (h *bridgeHome) servicesConfig(device string) string {
+	return filepath.Join(h.work, device+"-ovos", "mycroft", "mycroft.conf")
 }
 
 func (h *bridgeHome) waitOnline(t *testing.T, device string, from int) {
@@ -296,17 +308,6 @@ func (h *bridgeHome) waitAvailability(t *testing.T, device, state string, from i
 	h.state.waitFor(t, from, device+" "+state, func(s seen) bool {
 		return s.Device == device && s.Kind == "availability" && string(s.Payload) == state
 	})
-}
-
-// wsAddr is the drop-in's address from the device's birth.
-func (h *bridgeHome) wsAddr(t *testing.T, device string) string {
-	t.Helper()
-	var birth struct{ Websocket string }
-	h.state.waitFor(t, 0, device+" birth with its websocket", func(s seen) bool {
-		return s.Device == device && s.Kind == "birth" && json.Unmarshal(s.Payload, &birth) == nil &&
-			birth.Websocket != "" && !strings.HasSuffix(birth.Websocket, ":0")
-	})
-	return birth.Websocket
 }
 
 // crossed waits for the relayed message matching match at or after from; it

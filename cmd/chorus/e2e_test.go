@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 )
 
 var chorusBin string
@@ -26,6 +27,11 @@ var chorusBin string
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "chorus-e2e-")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Skills under their own uids (CI runs as root) call $CHORUS_BIN.
+	if err := os.Chmod(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -55,13 +61,16 @@ func startChorus(t *testing.T, dir string, args ...string) *proc {
 
 // startProc starts cmd (chorus, or a wrapper around it such as prlimit) with
 // debug logs, collecting its output; the test's cleanup kills it and, when
-// the test failed, logs what it wrote.
+// the test failed, logs what it wrote. Agents run their skills under uids
+// of a range of their own (tests run at once on one host), and dir, where
+// their data lives, is made reachable for those uids.
 func startProc(t *testing.T, dir string, cmd *exec.Cmd) *proc {
 	t.Helper()
 	p := &proc{cmd: cmd, out: &lockedBuffer{}, waited: make(chan error, 1)}
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.Env = append(os.Environ(), "CHORUS_LOG_LEVEL=debug")
+	skillusertest.Open(t, dir)
+	p.cmd.Env = append(os.Environ(), "CHORUS_LOG_LEVEL=debug", "CHORUS_SKILL_UID_RANGE="+skillusertest.Range(t).String())
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ func (a *app) newUpCmd() *cobra.Command {
 		device string
 		skills []string
 		ws     string
+		iso    agentFlags // the skill isolation flags only
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -41,7 +42,8 @@ credentials for chorus bus, chorus fleet and any MQTT client.`,
 			if err != nil {
 				return err
 			}
-			ac, err := a.upAgentConfig(cfg, g.Up(), skills, ws)
+			iso.skills, iso.wsListen = skills, ws
+			ac, err := a.upAgentConfig(cfg, g.Up(), iso)
 			if err == nil {
 				err = a.runUp(cmd, g, ac)
 			}
@@ -52,6 +54,7 @@ credentials for chorus bus, chorus fleet and any MQTT client.`,
 	cmd.Flags().StringVar(&device, "device", "", "local device id (default: this host's name)")
 	cmd.Flags().StringSliceVar(&skills, "skills", nil, "bundled skill root for the local agent (repeatable; default configs/skills)")
 	cmd.Flags().StringVar(&ws, "ws-listen", "", "the agent's OVOS websocket drop-in host:port, or off (default 127.0.0.1:8181)")
+	iso.registerIsolation(cmd)
 	return cmd
 }
 
@@ -65,22 +68,25 @@ func (a *app) runUp(cmd *cobra.Command, g *gatewayd.Main, ac agent.Config) error
 	}
 	a.printUp(g.Up(), g.DataDir(), true)
 	if addr := ag.WSAddr(); addr != "" {
-		a.printf("  OVOS websocket  ws://%s%s\n", addr, ac.WSRoute)
+		a.printf("  OVOS websocket  %s; its route for OVOS services is in %s (run them with XDG_CONFIG_DIRS=%s; docs/ovos.md)\n",
+			addr, ac.WSServicesConfig, filepath.Dir(filepath.Dir(ac.WSServicesConfig)))
 	}
+	a.printf("  skill isolation  %s (docs/security.md)\n", ag.Isolation())
 	<-cmd.Context().Done()
 	return closeAgent(ag)
 }
 
 // upAgentConfig is the local agent's configuration under `chorus up`.
-func (a *app) upAgentConfig(cfg configs.Config, up configs.Up, skills []string, ws string) (agent.Config, error) {
-	if len(skills) == 0 {
+func (a *app) upAgentConfig(cfg configs.Config, up configs.Up, f agentFlags) (agent.Config, error) {
+	if len(f.skills) == 0 {
 		root, err := exampleSkills(cfg.DataDir)
 		if err != nil {
 			return agent.Config{}, err
 		}
-		skills = []string{root}
+		f.skills = []string{root}
 	}
-	return a.agentConfig(cfg, *up.Agent, agentFlags{dataDir: cfg.DataDir, skills: skills, wsListen: ws})
+	f.dataDir = cfg.DataDir
+	return a.agentConfig(cfg, *up.Agent, f)
 }
 
 // exampleSkills returns configs/skills when run from a checkout, else the

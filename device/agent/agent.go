@@ -39,22 +39,39 @@ type Config struct {
 	KeyVersion         int
 	ServerURL          string // the gateway's HTTP base URL (artifacts)
 
-	DataDir    string   // holds installed/, settings/, the session counter and the inactive set
+	DataDir string // holds installed/, settings/, the session counter and the inactive set
+	// DataRoot is where the agent's data tree starts (--data-dir); with
+	// skills under their own uids, the directories from DataRoot down to
+	// DataDir that the agent owns are made searchable (o+x) so a skill can
+	// reach its own entries. Default DataDir.
+	DataRoot   string
 	Bundled    []string // read-only skill roots, scanned first
 	UserSkills []string // user skill roots, scanned last
 
 	WSListen  string // the OVOS websocket drop-in's host:port; "" = off
 	WSRoute   string
-	WSMaxSize int // bytes
+	WSMaxSize int // bytes (websocket.max_msg_size)
+	// WSMaxPacket is the broker's maximum MQTT packet size
+	// (broker.max_packet_size); default the embedded broker's.
+	WSMaxPacket int
+	// WSServicesUsers are the users (names or uids) the device's OVOS
+	// services run as (websocket.services_users).
+	WSServicesUsers []string
+	// WSServicesConfig is where the agent writes the services' mycroft.conf
+	// with their route (websocket.services_config); "" writes nothing.
+	WSServicesConfig string
 
 	Skills       configs.Skills
 	Connectivity configs.Connectivity
 	// Blacklist re-reads skills.blacklisted_skills; nil uses Skills.BlacklistedSkills.
 	Blacklist func() []string
 
-	WillDelay  time.Duration // before the broker publishes offline for a lost connection; default 5 s
-	Version    string
-	Bin        string // the chorus executable skills call (CHORUS_BIN); default os.Executable()
+	WillDelay time.Duration // before the broker publishes offline for a lost connection; default 5 s
+	Version   string
+	Bin       string // the chorus executable skills call (CHORUS_BIN); default os.Executable()
+	// Trampoline runs process.ExecMain (`chorus skill-exec`), which drops
+	// privileges before a skill starts; default os.Executable() skill-exec.
+	Trampoline []string
 	Interfaces func() ([]connectivity.Interface, error)
 	Logger     *slog.Logger
 }
@@ -76,6 +93,9 @@ type Agent struct {
 	desired  *desiredRunner
 	installs *installRequests // OVOS-INSTALL-1 requests (SKILL_MANAGER §10)
 	applied  appliedWaiter
+	iso      *isolation // how skills run; set before the first connection
+	launcher *process.Launcher
+	phal     *connectivity.PHAL // the trusted PHAL question (websocket.go)
 }
 
 func (c *Config) setDefaults() error {
@@ -87,6 +107,9 @@ func (c *Config) setDefaults() error {
 	}
 	if err := topic.ValidDeviceID(c.Device); err != nil {
 		return fmt.Errorf("agent: %w", err)
+	}
+	if c.DataRoot == "" {
+		c.DataRoot = c.DataDir
 	}
 	if c.WillDelay == 0 {
 		c.WillDelay = 5 * time.Second
@@ -110,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.DataDir, installedDir), 0o700); err != nil {
+	if err := makeDataDir(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("agent data dir: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("device", cfg.Device), started: time.Now()}
@@ -123,13 +146,17 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 }
 
 func (a *Agent) start(ctx context.Context) error {
+	var err error
+	if a.iso, err = a.openIsolation(); err != nil {
+		return err
+	}
 	if err := a.connect(ctx); err != nil {
 		return err
 	}
-	var err error
 	if a.bus, err = bus.New(bus.Config{Transport: a.mqtt, Device: a.cfg.Device, Logger: a.log.With("component", "bus")}); err != nil {
 		return err
 	}
+	a.phal = connectivity.NewPHAL(a.bus.Emit)
 	if err := a.startManager(); err != nil {
 		return err
 	}
@@ -188,12 +215,20 @@ func (a *Agent) availability(t, state string) *bus.Packet {
 }
 
 func (a *Agent) startManager() error {
-	launcher := process.NewLauncher(process.Config{
+	a.launcher = process.NewLauncher(process.Config{
 		MQTTURL: a.cfg.MQTTURL, Device: a.cfg.Device, Key: a.cfg.Key, KeyVersion: a.cfg.KeyVersion,
 		Credentials: a.cfg.Skills.Credentials, DeviceSecret: a.cfg.Password,
 		SettingsRoot: a.cfg.Skills.SettingsRoot, Bin: a.cfg.Bin, StopGrace: a.cfg.Skills.StopGrace.Duration(),
-		Logger: a.log.With("component", "skill"),
+		Logger:   a.log.With("component", "skill"),
+		Identity: a.iso.identity(), DropCaps: a.iso.dropCaps, Trampoline: a.cfg.Trampoline,
+		Records:  filepath.Join(a.cfg.DataDir, "running-skills.json"),
+		SkillEnv: a.skillEnv,
 	})
+	if n, err := a.launcher.ReapOrphans(); err != nil {
+		a.log.Warn("reap skills a previous run left", "error", err)
+	} else if n > 0 {
+		a.log.Warn("killed what skills of a previous run left running", "groups", n)
+	}
 	phal := a.cfg.Connectivity.PHALTimeout.Duration()
 	if phal == 0 {
 		phal = skillmanager.PHALSkip
@@ -201,13 +236,13 @@ func (a *Agent) startManager() error {
 	urls := a.cfg.Connectivity.CheckURLs
 	var err error
 	a.manager, err = skillmanager.New(skillmanager.Config{
-		Bus: a.bus, Launcher: skillmanager.Launch(launcher.Start),
+		Bus: a.bus, Launcher: skillmanager.Launch(a.launcher.Start),
 		Discovery: discovery.Config{
 			Bundled: a.cfg.Bundled, Installed: a.installedRoot(), User: a.cfg.UserSkills,
 		},
 		Blacklist: a.cfg.Blacklist, Capabilities: a.cfg.Skills.Capabilities,
 		ReadyTimeout: a.cfg.Skills.ReadyTimeout.Duration(), ScanInterval: a.cfg.Skills.ScanInterval.Duration(),
-		TrainTimeout: a.cfg.Skills.TrainTimeout.Duration(), PHALTimeout: phal,
+		TrainTimeout: a.cfg.Skills.TrainTimeout.Duration(), PHALTimeout: phal, AskPHAL: a.askPHAL(),
 		CheckInternet: func(ctx context.Context) (bool, error) {
 			return connectivity.CheckInternet(ctx, urls, http.DefaultClient)
 		},
@@ -224,11 +259,7 @@ func (a *Agent) startManager() error {
 func (a *Agent) startServices(ctx context.Context) error {
 	var err error
 	if a.cfg.WSListen != "" {
-		a.ws, err = wsbus.Start(ctx, wsbus.Config{
-			Transport: a.mqtt, Device: a.cfg.Device, Listen: a.cfg.WSListen, Route: a.cfg.WSRoute,
-			MaxFrame: a.cfg.WSMaxSize, Logger: a.log,
-		})
-		if err != nil {
+		if err := a.startWebsocket(ctx); err != nil {
 			return err
 		}
 	}
@@ -268,6 +299,9 @@ func (a *Agent) emit(t string, data map[string]any) {
 	}
 }
 
+// Isolation says how skills run: IsolationUID or IsolationNone.
+func (a *Agent) Isolation() string { return a.iso.Mode }
+
 // WSAddr returns the websocket drop-in's address, or "" when it is off.
 func (a *Agent) WSAddr() string {
 	if a.ws == nil {
@@ -291,6 +325,20 @@ func (a *Agent) Close(ctx context.Context) error {
 
 // installedDir is the installer's skill root inside the data dir.
 const installedDir = "installed"
+
+// makeDataDir creates the data dir (0700: nothing in it is for others) and
+// the installed root (0711: a skill under its own uid reaches its code,
+// whose directories are 0755, but cannot list the others).
+func makeDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	root := filepath.Join(dir, installedDir)
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		return err
+	}
+	return os.Chmod(root, 0o711)
+}
 
 func (a *Agent) installedRoot() string { return filepath.Join(a.cfg.DataDir, installedDir) }
 
@@ -321,6 +369,7 @@ func (a *Agent) abort() {
 	if a.mqtt != nil {
 		_ = a.mqtt.Close()
 	}
+	a.iso.close()
 }
 
 func (a *Agent) publishOffline() {

@@ -18,12 +18,22 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/connectivity"
+	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 )
 
 const wait = 15 * time.Second
 
-// The test binary doubles as an agent process so a test can kill -9 it.
+// The test binary doubles as an agent process so a test can kill -9 it,
+// and as the skill launcher (chorus skill-exec).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == process.TrampolineCommand {
+		fmt.Fprintln(os.Stderr, process.ExecMain(os.Args[2:]))
+		os.Exit(126)
+	}
+	if len(os.Args) > 2 && os.Args[1] == testSkillCommand {
+		os.Exit(runTestSkill(os.Args[2]))
+	}
 	if os.Getenv("CHORUS_AGENT_CHILD") != "" {
 		os.Exit(runChild())
 	}
@@ -39,7 +49,7 @@ func runChild() int {
 	cfg := Config{
 		Device: c.Device, MQTTURL: c.MQTTURL, Username: c.Device, Password: c.Password,
 		Key: ed25519.NewKeyFromSeed(c.Seed), KeyVersion: 1, DataDir: c.DataDir,
-		Skills: configs.Default().Skills, Connectivity: configs.Connectivity{CheckInterval: 60},
+		Skills: c.Skills, Connectivity: configs.Connectivity{CheckInterval: 60}, Bundled: c.Bundled,
 		WillDelay: time.Second,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
@@ -58,6 +68,16 @@ func runChild() int {
 type childConfig struct {
 	Device, MQTTURL, Password, DataDir string
 	Seed                               []byte
+	Skills                             configs.Skills
+	Bundled                            []string
+}
+
+// testSkills is the default skills section with a uid range of the test's
+// own, so agents of tests running at once never sweep each other's skills.
+func testSkills(t *testing.T) configs.Skills {
+	s := configs.Default().Skills
+	s.UIDRange = skillusertest.Range(t).String()
+	return s
 }
 
 type fixture struct {
@@ -76,8 +96,8 @@ func newFixture(t *testing.T) *fixture {
 	obs.Sub(t, "chorus/v1/pi-1/#")
 	cfg := Config{
 		Device: "pi-1", MQTTURL: "mqtt://" + b.Addr(), Username: "pi-1", Password: dev.Secret,
-		Key: dev.Key, KeyVersion: 1, DataDir: t.TempDir(), Bundled: []string{t.TempDir()},
-		Skills:       configs.Default().Skills,
+		Key: dev.Key, KeyVersion: 1, DataDir: skillusertest.OpenDir(t), Bundled: []string{skillusertest.OpenDir(t)},
+		Skills:       testSkills(t),
 		Connectivity: configs.Connectivity{CheckInterval: 60},
 		WillDelay:    time.Second, Version: "test",
 		Logger: brokertest.Logger(),
@@ -141,7 +161,7 @@ func TestBirthAndCleanShutdown(t *testing.T) {
 func TestWillOnKill9(t *testing.T) {
 	f := newFixture(t)
 	child, err := json.Marshal(childConfig{Device: "pi-1", MQTTURL: f.cfg.MQTTURL, Password: f.dev.Secret,
-		DataDir: f.cfg.DataDir, Seed: f.dev.Key.Seed()})
+		DataDir: f.cfg.DataDir, Seed: f.dev.Key.Seed(), Skills: f.cfg.Skills})
 	if err != nil {
 		t.Fatal(err)
 	}

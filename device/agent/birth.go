@@ -14,12 +14,15 @@ type Birth struct {
 	Hostname     string `json:"hostname"`
 	Arch         string `json:"arch"`
 	Websocket    string `json:"websocket"` // the OVOS drop-in's address; "" when off
+	// Isolation says how skills are kept from the agent: "uid" (each under
+	// its own uid) or "none" (as the agent's user; docs/security.md).
+	Isolation string `json:"isolation"`
 }
 
-func newBirth(session uint64, version string, started time.Time, ws string) Birth {
+func newBirth(session uint64, version string, started time.Time, ws, isolation string) Birth {
 	host, _ := os.Hostname()
 	return Birth{
 		Session: session, AgentVersion: version, StartedAt: started.UTC().Format(time.RFC3339),
-		Hostname: host, Arch: runtime.GOARCH, Websocket: ws,
+		Hostname: host, Arch: runtime.GOARCH, Websocket: ws, Isolation: isolation,
 	}
 }

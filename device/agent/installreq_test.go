@@ -20,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
@@ -180,8 +181,8 @@ func startBusAgent(t *testing.T, allowPip bool, serverURL string) *requester {
 	b := brokertest.Start(t, broker.Config{}, dev.Account, op)
 	cfg := Config{
 		Device: "pi-1", MQTTURL: "mqtt://" + b.Addr(), Username: "pi-1", Password: dev.Secret,
-		Key: dev.Key, KeyVersion: 1, DataDir: t.TempDir(), ServerURL: serverURL,
-		Skills: configs.Default().Skills, Connectivity: configs.Connectivity{CheckInterval: 60},
+		Key: dev.Key, KeyVersion: 1, DataDir: skillusertest.OpenDir(t), ServerURL: serverURL,
+		Skills: testSkills(t), Connectivity: configs.Connectivity{CheckInterval: 60},
 		WillDelay: time.Second, Version: "test", Logger: brokertest.Logger(),
 	}
 	cfg.Skills.Installer.AllowPip = allowPip
@@ -258,14 +259,14 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &fleetEnv{b: b, ctl: ctl, dir: t.TempDir(), artDir: filepath.Join(dir, "artifacts")}
+	e := &fleetEnv{b: b, ctl: ctl, dir: skillusertest.OpenDir(t), artDir: filepath.Join(dir, "artifacts")}
 	e.obs = brokertest.MustConnect(t, b.Addr(), op.Username, opSecret, brokertest.ConnectOptions{ClientID: "obs"})
 	e.obs.Sub(t, "chorus/v1/pi-1/skills")
 	e.r = newRequester(t, b, op.Username, opSecret, "pi-1")
 	cfg := Config{
 		Device: "pi-1", MQTTURL: "mqtt://" + b.Addr(), Username: creds.Username, Password: creds.Password,
 		Key: key, KeyVersion: creds.KeyVersion, ServerURL: srv.URL(), DataDir: e.dir,
-		Skills: configs.Default().Skills, Connectivity: configs.Connectivity{CheckInterval: 60},
+		Skills: testSkills(t), Connectivity: configs.Connectivity{CheckInterval: 60},
 		WillDelay: time.Second, Version: "test", Logger: brokertest.Logger(),
 	}
 	cfg.Skills.Installer.AllowPip = true

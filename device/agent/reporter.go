@@ -148,7 +148,7 @@ func (r *reporter) birthPackets() []bus.Packet {
 	a := r.a
 	avail, _ := topic.Availability(a.cfg.Device)
 	birthTopic, _ := topic.Birth(a.cfg.Device)
-	birth, _ := json.Marshal(newBirth(a.session.Load(), a.cfg.Version, a.started, a.WSAddr()))
+	birth, _ := json.Marshal(newBirth(a.session.Load(), a.cfg.Version, a.started, a.WSAddr(), a.iso.Mode))
 	return []bus.Packet{
 		{Topic: birthTopic, Payload: birth, QoS: 1, Retain: true, ContentType: "application/json"},
 		*a.availability(avail, "online"),

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/chorus-edge/chorus/device/discovery"
 )
 
 // drainTimeout bounds how long output is read after the group was killed: a
@@ -27,6 +25,7 @@ type Process struct {
 	grace time.Duration
 	log   *slog.Logger
 	tail  *ring
+	recs  *records // nil when the launcher records nothing
 	done  chan struct{}
 
 	// mu guards exited. The group is signalled only under mu while exited
@@ -38,9 +37,9 @@ type Process struct {
 	exitErr error // written once before done is closed
 }
 
-// start runs s with env and starts the goroutines that own its output and
-// its exit.
-func start(s discovery.Skill, env []string, cfg Config) (*Process, error) {
+// start runs cmd for skill and starts the goroutines that own its output and
+// its exit; the running process is recorded in recs.
+func start(skill string, cmd *exec.Cmd, cfg Config, recs *records) (*Process, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -50,7 +49,7 @@ func start(s discovery.Skill, env []string, cfg Config) (*Process, error) {
 		closeAll(outR, outW)
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd := command(s, env, outW, errW)
+	cmd.Stdout, cmd.Stderr = outW, errW
 	err = cmd.Start()
 	closeAll(outW, errW) // the child holds its own copies
 	if err != nil {
@@ -58,14 +57,18 @@ func start(s discovery.Skill, env []string, cfg Config) (*Process, error) {
 		return nil, err
 	}
 	p := &Process{
-		skill: s.ID,
+		skill: skill,
 		pid:   cmd.Process.Pid,
 		grace: cfg.StopGrace,
-		log:   cfg.Logger.With("skill_id", s.ID),
+		log:   cfg.Logger.With("skill_id", skill),
 		tail:  newRing(cfg.TailLines),
+		recs:  recs,
 		done:  make(chan struct{}),
 	}
-	p.log.Info("skill process started", "pid", p.pid, "exec", s.Exec)
+	p.log.Info("skill process started", "pid", p.pid, "exec", cmd.Args[len(cmd.Args)-1])
+	if err := recs.add(skill, p.pid); err != nil {
+		p.log.Warn("skill process not recorded; an agent crash could leave what it starts running", "err", err)
+	}
 	var readers sync.WaitGroup
 	for _, o := range []struct {
 		f    *os.File
@@ -93,6 +96,9 @@ func (p *Process) wait(cmd *exec.Cmd, readers *sync.WaitGroup, pipes ...*os.File
 	}
 	p.exitErr = exitError(p.skill, cmd.Wait())
 	p.markExited(false)
+	if err := p.recs.remove(p.pid); err != nil {
+		p.log.Warn("skill process record not removed", "err", err)
+	}
 	drain(readers, drainTimeout, pipes...)
 	p.log.Info("skill process exited", "pid", p.pid, "status", describe(p.exitErr))
 }

@@ -45,6 +45,7 @@ func Run(ctx context.Context, setup func(s *Skill) error) error {
 // RunConfig reads the skill's environment, connects to the device's bus with
 // the skill's credentials, calls setup (which subscribes the skill's
 // handlers), then announces readiness with chorus.skill.ready {"skill_id"}
+// (context.skill_id the same)
 // (SKILL_MANAGER §1, ready: message) and serves until ctx ends or the process
 // receives SIGTERM or SIGINT (the agent's stop, SIGTERM; SKILL_MANAGER §2).
 // It then removes the handlers, waits for them and disconnects cleanly.
@@ -102,7 +103,9 @@ func serve(ctx context.Context, s *Skill, setup func(*Skill) error) error {
 	if ctx.Err() != nil {
 		return nil // stopped during setup: nothing to announce
 	}
-	ready := envelope.New(TypeReady, map[string]any{"skill_id": s.ID()})
+	// context.skill_id binds the claim to this skill: the agent takes
+	// readiness only when it names the skill that is ready (SKILL_MANAGER §1).
+	ready := envelope.New(TypeReady, map[string]any{"skill_id": s.ID()}).WithContext("skill_id", s.ID())
 	if err := s.bus.Emit(ctx, ready); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while announcing

@@ -93,6 +93,10 @@ type Config struct {
 	// Duration here means "default", so the agent maps the config value 0
 	// to a negative one; see PHALSkip).
 	PHALTimeout time.Duration
+	// AskPHAL asks ovos.PHAL.internet_check and returns only an answer the
+	// agent trusts: a reply to its own question from the device's OVOS
+	// services (connectivity.PHAL). nil skips the question.
+	AskPHAL func(ctx context.Context) (network, internet bool, err error)
 	// CheckInternet is the startup fallback when PHAL does not answer
 	// (connectivity.CheckInternet with connectivity.check_urls). nil means
 	// internet false with the reason "no internet check configured".

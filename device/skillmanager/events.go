@@ -26,7 +26,6 @@ const (
 	TypeInternetDisconnected = "mycroft.internet.disconnected"
 	TypeGUIAvailable         = "mycroft.gui.available"
 	TypeGUIUnavailable       = "mycroft.gui.unavailable"
-	TypePHALInternetCheck    = "ovos.PHAL.internet_check"
 
 	// Install, uninstall, rescan (§6).
 	TypeSkillsInstallComplete   = "ovos.skills.install.complete"

@@ -96,7 +96,7 @@ func (l *testLauncher) Start(s discovery.Skill) (Process, error) {
 		return nil, err
 	}
 	if s.Ready == discovery.ReadyMessage && s.Description == "autoready" {
-		go l.bus.Emit(context.Background(), envelope.New(TypeSkillReady, map[string]any{"skill_id": s.ID}))
+		go l.bus.Emit(context.Background(), envelope.New(TypeSkillReady, map[string]any{"skill_id": s.ID}).WithContext("skill_id", s.ID))
 	}
 	return p, nil
 }

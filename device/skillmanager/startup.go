@@ -127,21 +127,22 @@ func (m *Manager) syncConnectivity(ctx context.Context) {
 	m.applyNow(ctx, envelope.New(t, map[string]any{}).WithContext(envelope.KeySource, source))
 }
 
-// askPHAL asks ovos.PHAL.internet_check; source is "" when PHAL did not
-// answer (or the question is skipped).
+// askPHAL asks the PHAL connectivity plugin through AskPHAL; source is ""
+// when there is no trusted answer (or no way to ask). The manager never
+// takes an ovos.PHAL.internet_check.response off the bus itself: any skill
+// may publish that type, so only the agent's trusted channel answers
+// (docs/security.md).
 func (m *Manager) askPHAL(ctx context.Context) (network, internet bool, source, reason string) {
-	if m.cfg.PHALTimeout < 0 {
+	if m.cfg.PHALTimeout < 0 || m.cfg.AskPHAL == nil {
 		return false, false, "", ""
 	}
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.PHALTimeout)
 	defer cancel()
-	d, err := m.cfg.Bus.Request(rctx, envelope.New(TypePHALInternetCheck, map[string]any{}), responseType(TypePHALInternetCheck))
+	network, internet, err := m.cfg.AskPHAL(rctx)
 	if err != nil {
-		m.log.Info("no answer to "+TypePHALInternetCheck+"; falling back to the HTTP check", "err", err)
+		m.log.Info("no trusted PHAL answer; falling back to the HTTP check", "err", err)
 		return false, false, "", ""
 	}
-	internet, _ = d.Message.Data["internet_connected"].(bool)
-	network, _ = d.Message.Data["network_connected"].(bool)
 	if !internet {
 		reason = "PHAL reports no internet"
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/envelope"
 )
 
 func TestStartupGating(t *testing.T) {
@@ -120,21 +122,22 @@ func TestConnectivityTransitions(t *testing.T) {
 }
 
 // Events that arrive while Start runs are remembered and replayed after the
-// startup check, before ready; the PHAL answer is used when it comes.
+// startup check, before ready; the PHAL answer (from the agent's trusted
+// channel, AskPHAL) is used when it comes.
 func TestStartupReplayAndPHAL(t *testing.T) {
 	tests := []struct {
 		name       string
-		answer     map[string]any // PHAL's answer; nil = no answer
-		early      string         // event emitted while PHAL is asked
+		answer     *[2]bool // PHAL's network, internet; nil = no answer
+		early      string   // event emitted while PHAL is asked
 		wantLoaded []string
 		wantWait   []string
 		source     string
 	}{
 		{name: "no PHAL, early network event replayed", early: TypeNetworkConnected,
 			wantLoaded: []string{"lan"}, wantWait: []string{"web"}},
-		{name: "PHAL says internet", answer: map[string]any{"internet_connected": true, "network_connected": true},
+		{name: "PHAL says internet", answer: &[2]bool{true, true},
 			wantLoaded: []string{"lan", "web"}, source: "phal"},
-		{name: "PHAL says network only, early gui replayed", answer: map[string]any{"internet_connected": false, "network_connected": true},
+		{name: "PHAL says network only, early gui replayed", answer: &[2]bool{true, false},
 			early: TypeGUIAvailable, wantLoaded: []string{"lan"}, wantWait: []string{"web"}},
 	}
 	for _, tc := range tests {
@@ -142,21 +145,19 @@ func TestStartupReplayAndPHAL(t *testing.T) {
 			e := newEnv(t)
 			writeSkill(t, e.root, skillSpec{id: "lan", reqs: "network"})
 			writeSkill(t, e.root, skillSpec{id: "web", reqs: "internet"})
-			off, err := e.obs.On(TypePHALInternetCheck, func(ctx context.Context, d busDelivery) {
+			ask := func(ctx context.Context) (bool, bool, error) {
 				if tc.early != "" {
 					e.emit(tc.early, nil)
-				}
-				if tc.answer != nil {
 					// Let the early event land first, so it is queued before ready.
 					time.Sleep(100 * time.Millisecond) // ordering aid, not a wait for an effect
-					_ = e.obs.Reply(ctx, d, d.Message.Reply(TypePHALInternetCheck+".response", tc.answer))
 				}
-			})
-			if err != nil {
-				t.Fatal(err)
+				if tc.answer == nil {
+					<-ctx.Done()
+					return false, false, ctx.Err()
+				}
+				return tc.answer[0], tc.answer[1], nil
 			}
-			defer off()
-			m := e.start(func(c *Config) { c.PHALTimeout = time.Second })
+			m := e.start(func(c *Config) { c.PHALTimeout = time.Second; c.AskPHAL = ask })
 			for _, id := range tc.wantLoaded {
 				if got := states(m)[id]; got != StateLoaded {
 					t.Errorf("%s: %s right after Start, want loaded", id, got)
@@ -178,6 +179,35 @@ func TestStartupReplayAndPHAL(t *testing.T) {
 				t.Errorf("reason = %q", c.Reason)
 			}
 		})
+	}
+}
+
+// The manager never takes a PHAL answer off the bus, where any skill may
+// publish one: unsolicited answers and replies to the question leave the
+// internet down (issue 14, finding 3).
+func TestPHALAnswerOnBusIgnored(t *testing.T) {
+	e := newEnv(t)
+	writeSkill(t, e.root, skillSpec{id: "web", reqs: "internet"})
+	yes := map[string]any{"internet_connected": true, "network_connected": true}
+	off, err := e.obs.On("ovos.PHAL.internet_check", func(ctx context.Context, d busDelivery) {
+		_ = e.obs.Reply(ctx, d, d.Message.Reply("ovos.PHAL.internet_check.response", yes))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off()
+	ask := func(ctx context.Context) (bool, bool, error) {
+		e.emit("ovos.PHAL.internet_check", nil)
+		e.emit("ovos.PHAL.internet_check.response", yes) // unsolicited
+		<-ctx.Done()
+		return false, false, ctx.Err()
+	}
+	m := e.start(func(c *Config) { c.PHALTimeout = 300 * time.Millisecond; c.AskPHAL = ask })
+	if c := m.Snapshot().Connectivity; c.Internet || c.Source == "phal" {
+		t.Errorf("connectivity %+v after bus answers, want internet down from the HTTP check", c)
+	}
+	if got := states(m)["web"]; got != StateWaiting {
+		t.Errorf("web: %s, want waiting", got)
 	}
 }
 
@@ -209,4 +239,36 @@ func TestStatusQueries(t *testing.T) {
 	m.mu.Lock()
 	m.status = StatusReady
 	m.mu.Unlock()
+}
+
+// Only a skill may say it is ready: a chorus.skill.ready whose
+// context.skill_id does not name the skill (another skill's claim, or none,
+// which the broker cannot bind to the sender) leaves it loading until its
+// own comes.
+func TestReadinessBoundToTheSkill(t *testing.T) {
+	e := newEnv(t)
+	writeSkill(t, e.root, skillSpec{id: "slow", ready: "message"})
+	done := make(chan *Manager, 1)
+	go func() { done <- e.start(func(c *Config) { c.ReadyTimeout = 10 * time.Second }) }()
+	waitUntil(t, "slow loading", func() bool { return e.launch.starts("slow") == 1 })
+	for _, ctx := range []map[string]any{{}, {"skill_id": "other"}} {
+		m := envelope.New(TypeSkillReady, map[string]any{"skill_id": "slow"})
+		for k, v := range ctx {
+			m = m.WithContext(k, v)
+		}
+		if err := e.obs.Emit(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+		t.Fatal("a readiness claim from someone else finished the load")
+	case <-time.After(300 * time.Millisecond): // a negative check: the load must still wait
+	}
+	if err := e.obs.Emit(context.Background(), envelope.New(TypeSkillReady, map[string]any{"skill_id": "slow"}).WithContext("skill_id", "slow")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-done; states(m)["slow"] != StateLoaded {
+		t.Errorf("slow: %s after its own readiness, want loaded", states(m)["slow"])
+	}
 }

@@ -26,6 +26,14 @@ func (m *Manager) handleSkillReady(_ context.Context, d bus.Delivery) {
 		m.log.Warn("malformed "+TypeSkillReady+": no data.skill_id", "device", d.Device)
 		return
 	}
+	// Only the skill itself may say it is ready: the broker refuses a
+	// skill's message whose context.skill_id names another skill, so
+	// requiring it to name this one binds the claim to the sender
+	// (docs/security.md, "Who may send what the agent acts on").
+	if ctxID, _ := d.Message.Context["skill_id"].(string); ctxID != id {
+		m.log.Warn(TypeSkillReady+" ignored: context.skill_id must name the skill that is ready", "skill_id", id, "context_skill_id", ctxID)
+		return
+	}
 	m.mu.Lock()
 	a := m.loading[id]
 	m.mu.Unlock()

@@ -1,12 +1,15 @@
 package skillmanager
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/envelope"
 )
 
 func TestUninstallMatrix(t *testing.T) {
@@ -113,7 +116,9 @@ func TestUninstallInFlightThenReinstall(t *testing.T) {
 		a := m.loading["slow"]
 		return a != nil && a.gone
 	})
-	e.emit(TypeSkillReady, map[string]any{"skill_id": "slow"}) // the load now finishes
+	if err := e.obs.Emit(context.Background(), envelope.New(TypeSkillReady, map[string]any{"skill_id": "slow"}).WithContext("skill_id", "slow")); err != nil { // the load now finishes
+		t.Fatal(err)
+	}
 	e.rec.expect(t, mark, TypeDetachSkill, skillIs("slow"))
 	waitUntil(t, "slow stopped", func() bool { return !alive(pid) })
 	if n := e.rec.count(mark, TypeSkillLoaded, skillIs("slow")); n != 0 {

@@ -42,7 +42,9 @@ func startServer(t *testing.T, b *broker.Broker, cfg Config) *Server {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	cfg.Logger = brokertest.Logger()
+	if cfg.Logger == nil {
+		cfg.Logger = brokertest.Logger()
+	}
 	srv, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -64,23 +66,39 @@ func (e *env) mqtt(t *testing.T, id string) *brokertest.Client {
 // dialRaw opens a websocket connection without consuming the greeting.
 func dialRaw(t *testing.T, srv *Server) *websocket.Conn {
 	t.Helper()
+	return dialURL(t, srv.ServicesURL())
+}
+
+// dialURL opens a websocket connection to url without consuming the greeting.
+func dialURL(t *testing.T, url string) *websocket.Conn {
+	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: wait}
-	conn, resp, err := d.Dial(srv.URL(), nil)
+	conn, resp, err := d.Dial(url, nil)
 	if err != nil {
-		t.Fatalf("dial %s: %v", srv.URL(), err)
+		t.Fatalf("dial: %v", err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("dial %s: status %d", srv.URL(), resp.StatusCode)
+		t.Fatalf("dial: status %d", resp.StatusCode)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
 }
 
-// dial opens a websocket connection and checks and consumes the greeting.
+// dial opens a services connection and checks and consumes the greeting.
 func dial(t *testing.T, srv *Server) *websocket.Conn {
 	t.Helper()
-	conn := dialRaw(t, srv)
+	return greeted(t, dialRaw(t, srv))
+}
+
+// dialSkill opens skill's connection and checks and consumes the greeting.
+func dialSkill(t *testing.T, srv *Server, skill string) *websocket.Conn {
+	t.Helper()
+	return greeted(t, dialURL(t, srv.SkillURL(skill)))
+}
+
+func greeted(t *testing.T, conn *websocket.Conn) *websocket.Conn {
+	t.Helper()
 	if got := readText(t, conn); got != greeting {
 		t.Fatalf("greeting = %s, want %s", got, greeting)
 	}

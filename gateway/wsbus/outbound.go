@@ -1,6 +1,7 @@
 package wsbus
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gorilla/websocket"
@@ -10,28 +11,70 @@ import (
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
-// deliver is the Transport handler for the device's bus: it sends p to every
-// connected client, the original sender included, exactly once (BUS.md §3).
-// It never blocks: it only queues, and a client whose queue is full is
-// disconnected. Per-publisher order is kept, since each client's queue is
-// FIFO. A message that is not a valid envelope is dropped and logged, never
-// relayed: ovos-bus-client disconnects on non-JSON (BUS.md §3).
+// deliver is the device transport's handler for the device's bus: it sends
+// p to every connected services client, the original sender included,
+// exactly once (BUS.md §3). Skill clients are not served from here: each
+// reads through its own subscription with its skill's credentials, so it
+// gets exactly what the broker lets that skill read. deliver never blocks:
+// it only queues, and a client whose queue is full is disconnected.
+// Per-publisher order is kept, since each client's queue is FIFO. A message
+// that is not a valid envelope is dropped and logged, never relayed:
+// ovos-bus-client disconnects on non-JSON (BUS.md §3).
 func (s *Server) deliver(p bus.Packet) {
-	if err := s.checkDelivery(p); err != nil {
-		s.log.Warn("websocket bus dropped a bus message", "topic", p.Topic, "err", err)
-		return
-	}
-	m, err := websocket.NewPreparedMessage(websocket.TextMessage, p.Payload)
+	m, err := s.prepare(p)
 	if err != nil {
 		s.log.Warn("websocket bus dropped a bus message", "topic", p.Topic, "err", err)
 		return
 	}
 	for _, c := range s.snapshot() {
-		if !c.enqueue(m) {
-			s.log.Warn("websocket client too slow, disconnecting", "remote", c.remote, "queue", s.cfg.QueueLen)
-			c.kill()
+		if c.id.skill == "" {
+			s.send(c, m)
 		}
 	}
+}
+
+// deliverTo is a skill client's own subscription handler.
+func (s *Server) deliverTo(c *client, p bus.Packet) {
+	m, err := s.prepare(p)
+	if err != nil {
+		s.log.Warn("websocket bus dropped a bus message", "topic", p.Topic, "who", c.id, "err", err)
+		return
+	}
+	s.send(c, m)
+}
+
+func (s *Server) send(c *client, m *websocket.PreparedMessage) {
+	if !c.enqueue(m) {
+		s.log.Warn("websocket client too slow, disconnecting", "remote", c.remote, "who", c.id, "queue", s.cfg.QueueLen)
+		c.kill()
+	}
+}
+
+// subscribeSkill subscribes a skill client's own transport to the device's
+// bus; it returns how to undo it (a no-op for services).
+func (s *Server) subscribeSkill(c *client) (func(), error) {
+	if c.tr == nil {
+		return func() {}, nil
+	}
+	filter, err := topic.BusFilter(s.cfg.Device)
+	if err != nil {
+		return func() {}, err
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
+	defer cancel()
+	unsub, err := c.tr.Subscribe(ctx, filter, func(p bus.Packet) { s.deliverTo(c, p) })
+	if err != nil || unsub == nil {
+		return func() {}, err
+	}
+	return unsub, nil
+}
+
+// prepare checks p (checkDelivery) and frames it once for every client.
+func (s *Server) prepare(p bus.Packet) (*websocket.PreparedMessage, error) {
+	if err := s.checkDelivery(p); err != nil {
+		return nil, err
+	}
+	return websocket.NewPreparedMessage(websocket.TextMessage, p.Payload)
 }
 
 // checkDelivery accepts a valid envelope on this device's bus whose type is

@@ -29,6 +29,8 @@ type Server struct {
 	upgrader websocket.Upgrader
 	greeting *websocket.PreparedMessage
 	expiry   uint32 // MQTT message expiry, seconds
+	secret   []byte // keys the routes (auth.go)
+	budget   *budget
 
 	unsubscribe func()
 	ctx         context.Context // lifetime of the server; Close cancels it
@@ -36,10 +38,11 @@ type Server struct {
 	wg          sync.WaitGroup // every goroutine the server started
 	closeOnce   sync.Once
 
-	// mu guards closed and clients. Nothing does I/O while holding it.
+	// mu guards closed, clients and conns. Nothing does I/O while holding it.
 	mu      sync.Mutex
 	closed  bool
 	clients map[*client]struct{}
+	conns   int // connections being served, for MaxClients
 }
 
 // Start validates cfg, binds cfg.Listen (an address in use is an error),
@@ -67,7 +70,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.serve()
-	s.log.Info("websocket bus listening", "url", s.URL(), "device", cfg.Device)
+	s.log.Info("websocket bus listening", "addr", s.Addr(), "device", cfg.Device, "max_frame", cfg.MaxFrame)
+	if limit := cfg.MaxPacket - PacketHeadroom; cfg.MaxFrame > limit {
+		s.log.Warn("websocket.max_msg_size is over what the broker carries: larger frames will be refused (raise broker.max_packet_size on the gateway)",
+			"max_frame", cfg.MaxFrame, "broker_max_packet", cfg.MaxPacket, "largest_frame", limit)
+	}
 	return s, nil
 }
 
@@ -82,10 +89,16 @@ func newServer(cfg Config, ln net.Listener) (*Server, error) {
 		ln:       ln,
 		greeting: g,
 		expiry:   uint32(cfg.MessageExpiry / time.Second),
+		secret:   cfg.Secret,
+		budget:   newBudget(cfg.FrameBudget),
 		clients:  make(map[*client]struct{}),
 	}
+	if s.secret == nil {
+		s.secret = newSecret()
+	}
 	// ovos-messagebus's check_origin returns True and OVOS clients send no
-	// Origin; the loopback default is the protection (package doc).
+	// Origin; a browser page cannot learn a route, so the routes are the
+	// protection (auth.go).
 	s.upgrader.CheckOrigin = func(*http.Request) bool { return true }
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -123,9 +136,6 @@ func (s *Server) serve() {
 // Listen asked for port 0.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// URL returns ws://<Addr()><Route>.
-func (s *Server) URL() string { return "ws://" + s.Addr() + s.cfg.Route }
-
 // Close stops the server: it unsubscribes from the bus, stops listening and
 // drops every connection without a close frame (BUS.md §3: ovos-bus-client
 // reconnects only after an abrupt drop). It is idempotent, and returns after
@@ -141,7 +151,7 @@ func (s *Server) Close() error {
 			c.kill()
 		}
 		s.wg.Wait()
-		s.log.Info("websocket bus closed", "url", s.URL())
+		s.log.Info("websocket bus closed", "addr", s.Addr())
 	})
 	if err != nil {
 		return fmt.Errorf("close websocket bus: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -150,9 +149,12 @@ func TestMalformedBusMessagesNotRelayed(t *testing.T) {
 	}
 }
 
+// A frame over websocket.max_msg_size is refused with a log line naming the
+// setting, and the connection stays up.
 func TestOversizedFrameDropped(t *testing.T) {
 	const max = 1024
-	e := newEnv(t, Config{MaxFrame: max})
+	logs := &logBuffer{}
+	e := newEnv(t, Config{MaxFrame: max, Logger: logs.logger()})
 	sub := e.mqtt(t, "observer")
 	conn := dial(t, e.srv)
 
@@ -165,6 +167,9 @@ func TestOversizedFrameDropped(t *testing.T) {
 	}
 	if p, ok := sub.Next(wait); !ok || string(p.Payload) != exact {
 		t.Errorf("mqtt: next message is not the %d-byte frame", max)
+	}
+	if want := "1025 bytes, over websocket.max_msg_size (1024 bytes); the connection stays up"; !strings.Contains(logs.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, logs)
 	}
 }
 
@@ -194,22 +199,9 @@ func TestCloseDropsWithoutCloseFrame(t *testing.T) {
 		t.Errorf("second close: %v", err)
 	}
 	d := websocket.Dialer{HandshakeTimeout: wait}
-	if c, _, err := d.Dial(e.srv.URL(), nil); err == nil {
+	if c, _, err := d.Dial(e.srv.ServicesURL(), nil); err == nil {
 		c.Close()
 		t.Error("dial after Close succeeded")
-	}
-}
-
-func TestOtherPathsNotFound(t *testing.T) {
-	e := newEnv(t, Config{})
-	d := websocket.Dialer{HandshakeTimeout: wait}
-	c, resp, err := d.Dial("ws://"+e.srv.Addr()+"/other", nil)
-	if err == nil {
-		c.Close()
-		t.Fatal("upgraded on /other")
-	}
-	if resp == nil || resp.StatusCode != http.StatusNotFound {
-		t.Errorf("dial /other: %v, want 404", err)
 	}
 }
 
@@ -259,8 +251,9 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		{"no transport", Config{Device: testDevice}, "no transport"},
 		{"bad device", Config{Transport: tr, Device: "a/b"}, "device"},
 		{"route without slash", Config{Transport: tr, Device: testDevice, Route: "core"}, "route"},
-		{"frame over packet", Config{Transport: tr, Device: testDevice, MaxFrame: DefaultMaxPacket}, "max packet"},
-		{"frame over small packet", Config{Transport: tr, Device: testDevice, MaxPacket: 1 << 20, MaxFrame: 1 << 20}, "headroom"},
+		{"frame over OVOS's 25 MB", Config{Transport: tr, Device: testDevice, MaxFrame: MaxMaxFrame + 1}, "25"},
+		{"budget below a frame", Config{Transport: tr, Device: testDevice, MaxFrame: 2 << 20, FrameBudget: 1 << 20}, "frame budget"},
+		{"short secret", Config{Transport: tr, Device: testDevice, Secret: []byte("short")}, "secret"},
 		{"subscribe fails", Config{Transport: tr, Device: testDevice}, "no broker"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -343,9 +336,9 @@ func dialSmallBuffer(t *testing.T, srv *Server) *websocket.Conn {
 			return c, err
 		},
 	}
-	conn, resp, err := d.Dial(srv.URL(), nil)
+	conn, resp, err := d.Dial(srv.ServicesURL(), nil)
 	if err != nil {
-		t.Fatalf("dial %s: %v", srv.URL(), err)
+		t.Fatalf("dial: %v", err)
 	}
 	_ = resp.Body.Close()
 	t.Cleanup(func() { _ = conn.Close() })
