@@ -16,10 +16,10 @@ import (
 )
 
 // 7. Limits are per account, not per connection: one skill credential on many
-// connections gets one connection and one rate; subscriptions, filter length
-// and session expiry are capped per client.
+// connections gets its account's connections (here 1) and one rate;
+// subscriptions, filter length and session expiry are capped per client.
 func TestAttackOneSkillManyConnections(t *testing.T) {
-	f := newFleet(t, broker.Config{}, nil)
+	f := newFleet(t, broker.Config{Skill: broker.RoleLimits{Connections: 1}}, nil)
 	first, ack, err := f.skill(t, brokertest.RawConnect{ClientID: f.skillUser, Clean: true})
 	if err != nil || ack.ReasonCode != 0 {
 		t.Fatalf("first connection: %#x %v", ack.ReasonCode, err)

@@ -34,8 +34,11 @@ var (
 		Connections: 2, PublishRate: 200, PublishBurst: 400,
 		Subscriptions: 64, MaxSessionExpiry: 7 * 24 * 3600,
 	}
+	// A skill has two doors to its device's bus: its own MQTT session and
+	// its route on the agent's websocket drop-in, which the agent relays
+	// over an MQTT session with the skill's credentials.
 	DefaultSkillLimits = RoleLimits{
-		Connections: 1, PublishRate: 50, PublishBurst: 100, MaxBusPayload: 1 << 20,
+		Connections: 2, PublishRate: 50, PublishBurst: 100, MaxBusPayload: 1 << 20,
 		Subscriptions: 16, MaxSessionExpiry: 300,
 	}
 	// Home Assistant subscribes per entity: tens of thousands on a big fleet.
