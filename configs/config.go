@@ -172,6 +172,7 @@ func Default() Config {
 		Broker: Broker{
 			MQTTListen: "0.0.0.0:1883", MaxPacketSize: 10<<20 + 64<<10, MaxMessageExpiry: 86400,
 			MaxInflight: 1024, MaxWritesPending: 1024, MaxClients: 50000,
+			Limits: map[string]RoleLimits{}, // the other limits: 0 = the broker's defaults (docs/security.md)
 		},
 		HTTP:      HTTP{Listen: "0.0.0.0:8080"},
 		Websocket: Websocket{Host: "127.0.0.1", Port: 8181, Route: "/core", MaxMsgSize: 10, ServicesUsers: []string{}},

@@ -56,6 +56,10 @@ fuzz ./fleet/catalog FuzzSearchResolve
 fuzz ./fleet/httpapi FuzzRequestBody
 fuzz ./fleet/controller FuzzStatePayload
 
+echo "== the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
+# Without -race: several of mochi's upstream tests race their own pipes.
+(cd broker/mochi && go test -count=1 . ./packets)
+
 echo "== go test -race"
 go test -race -timeout 30m -count=1 ./... 2>&1 | tee "$tmp/test.log"
 grep -q '^ok' "$tmp/test.log"
