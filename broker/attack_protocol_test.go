@@ -24,13 +24,26 @@ func TestAttackRefusalsStayInsideTheProtocol(t *testing.T) {
 	t.Run("MQTT 5 QoS 2 refused: PUBREC with the reason", func(t *testing.T) {
 		c := brokertest.DialRaw(t, f.addr)
 		c.MustConnect(brokertest.RawConnect{ClientID: "pi-a", Username: "pi-a", Password: f.a.Secret, Clean: true})
-		c.Publish(refusedTopic, msg, 2, 7, packets.Properties{})
-		pk, err := c.Next(wait)
-		if err != nil || pk.FixedHeader.Type != packets.Pubrec || pk.PacketID != 7 || pk.ReasonCode != 0x87 {
-			t.Fatalf("got %+v (%v), want PUBREC 7 with 0x87", pk.FixedHeader, err)
+		// Refused by the ACL, and by a payload limit (an oversized
+		// availability), which mochi answered with a PUBACK.
+		refusals := []struct {
+			topic   string
+			payload []byte
+			code    byte
+		}{
+			{refusedTopic, msg, 0x87},
+			{"chorus/v1/pi-a/availability", []byte(strings.Repeat("x", 17)), 0x99},
 		}
-		if pk.Properties.ReasonString == "" {
-			t.Fatal("no reason string")
+		for i, r := range refusals {
+			id := uint16(10 + i)
+			c.Publish(r.topic, r.payload, 2, id, packets.Properties{})
+			pk, err := c.Next(wait)
+			if err != nil || pk.FixedHeader.Type != packets.Pubrec || pk.PacketID != id || pk.ReasonCode != r.code {
+				t.Fatalf("%s: got %+v reason %#x (%v), want PUBREC %d with %#x", r.topic, pk.FixedHeader, pk.ReasonCode, err, id, r.code)
+			}
+			if pk.Properties.ReasonString == "" {
+				t.Fatal("no reason string")
+			}
 		}
 		// The exchange ended; the connection goes on.
 		c.Publish(allowed, msg, 2, 8, packets.Properties{})
@@ -136,11 +149,13 @@ func TestMosquittoPubSeesRefusals(t *testing.T) {
 		err := cmd.Run()
 		return out.String(), err
 	}
-	out, _ := run("-V", "5", "-q", "2", "-t", "chorus/v1/pi-b/bus/speak", "-m", `{"type":"speak"}`)
-	if strings.Contains(out, "protocol error") || !strings.Contains(out, "PUBREC") {
-		t.Fatalf("mosquitto_pub QoS 2 refused:\n%s", out)
+	for _, topic := range []string{"chorus/v1/pi-b/bus/speak", "chorus/v1/pi-a/availability"} { // ACL, payload limit
+		out, _ := run("-V", "5", "-q", "2", "-t", topic, "-m", `{"type":"speak","data":{"x":"too long for availability"}}`)
+		if strings.Contains(out, "protocol error") || !strings.Contains(out, "PUBREC") {
+			t.Fatalf("mosquitto_pub QoS 2 refused on %s:\n%s", topic, out)
+		}
 	}
-	out, err = run("-V", "311", "-q", "1", "-t", "chorus/v1/pi-b/bus/speak", "-m", `{"type":"speak"}`)
+	out, err := run("-V", "311", "-q", "1", "-t", "chorus/v1/pi-b/bus/speak", "-m", `{"type":"speak"}`)
 	if err != nil || !strings.Contains(out, "PUBACK") {
 		t.Fatalf("mosquitto_pub MQTT 3.1.1 QoS 1 refused: %v\n%s", err, out)
 	}
