@@ -18,7 +18,7 @@ type session struct {
 	expiry  uint32
 	lowered bool
 
-	drops dropWindow // QoS 0 messages dropped towards this client (slow.go)
+	drops dropRun // messages dropped towards this client (slow.go)
 
 	// refusedRun counts rate refusals in a row and flooding says the
 	// client is read at its rate (ratelimit.go); only the client's read

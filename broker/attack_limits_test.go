@@ -201,3 +201,32 @@ func TestAttackStuckSubscriberStallsNoOne(t *testing.T) {
 	}
 	t.Logf("%d x 64 KiB past a stuck subscriber in %s", n, time.Since(start))
 }
+
+// A QoS 0 subscriber that stops reading loses messages from then on; once it
+// has been losing them for SlowClientTimeout without catching up, it is
+// stuck, not slow, and is disconnected.
+func TestStuckQoS0SubscriberCut(t *testing.T) {
+	dev := brokertest.NewDevice(t, "pi-a")
+	intg, intgSecret := brokertest.NewIntegration(t, "ha")
+	cfg := brokertest.Unlimited()
+	cfg.MaxWritesPending, cfg.SlowClientTimeout = 16, 500*time.Millisecond
+	b := brokertest.Start(t, cfg, dev.Account, intg)
+	stuck := brokertest.DialRaw(t, b.Addr())
+	stuck.MustConnect(brokertest.RawConnect{Username: intg.Username, Password: intgSecret, Clean: true})
+	stuck.Subscribe(1, "chorus/v1/pi-a/bus/+")
+
+	pub := brokertest.DialRaw(t, b.Addr())
+	pub.MustConnect(brokertest.RawConnect{ClientID: "pi-a", Username: "pi-a", Password: dev.Secret, Clean: true})
+	msg := pub.Encode(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: "chorus/v1/pi-a/bus/x",
+		Payload: []byte(`{"type":"x","data":{"pad":"` + strings.Repeat("x", 32<<10) + `"}}`)})
+	deadline := time.Now().Add(wait)
+	for b.Stats().SlowClientsDisconnected == 0 && time.Now().Before(deadline) {
+		pub.Write(msg)
+	}
+	if b.Stats().SlowClientsDisconnected != 1 || b.Stats().MessagesDropped == 0 {
+		t.Fatalf("stats %+v: want the stuck QoS 0 subscriber cut after dropping", b.Stats())
+	}
+	if !stuck.ClosedWithin(wait) {
+		t.Fatal("the stuck subscriber's connection stays open")
+	}
+}

@@ -68,8 +68,7 @@ const (
 	DefaultMaxPendingConnects = 1024             // connections that have not authenticated yet
 	DefaultMaxTopicLength     = 1024             // bytes, topic names and filters
 	DefaultMaxQueuedBytes     = 16 << 20         // payload bytes queued towards one client
-	DefaultMaxDropsPerWindow  = 1000             // QoS 0 drops in DropWindow before a slow client is cut
-	DefaultDropWindow         = 10 * time.Second
+	DefaultSlowClientTimeout  = 30 * time.Second // dropping messages this long without a pause: cut
 )
 
 // RoleLimits are the limits of one role. A zero field takes the role's
@@ -137,10 +136,10 @@ type Config struct {
 	// MaxQueuedBytes payload bytes wait for it. Past that its QoS 0
 	// messages are dropped and counted, and it is disconnected when a QoS
 	// 1 or 2 message does not fit (the message stays in its session) or
-	// when it has lost more than MaxDropsPerWindow messages in DropWindow.
+	// when it has been losing messages for SlowClientTimeout without a
+	// pause of 2 s (a negative timeout: never for QoS 0).
 	MaxQueuedBytes    int64
-	MaxDropsPerWindow int
-	DropWindow        time.Duration
+	SlowClientTimeout time.Duration
 
 	// Now is the clock of the rate limiter; nil means time.Now.
 	Now func() time.Time
@@ -188,8 +187,7 @@ func (c *Config) setLimitDefaults() {
 	c.MaxPendingConnects = orDefault(c.MaxPendingConnects, DefaultMaxPendingConnects)
 	c.MaxTopicLength = orDefault(c.MaxTopicLength, DefaultMaxTopicLength)
 	c.MaxQueuedBytes = orDefault(c.MaxQueuedBytes, DefaultMaxQueuedBytes)
-	c.MaxDropsPerWindow = orDefault(c.MaxDropsPerWindow, DefaultMaxDropsPerWindow)
-	c.DropWindow = orDefault(c.DropWindow, DefaultDropWindow)
+	c.SlowClientTimeout = orDefault(c.SlowClientTimeout, DefaultSlowClientTimeout)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -9,30 +9,34 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// dropWindow counts the messages dropped towards one client in a window.
-type dropWindow struct {
-	mu    sync.Mutex // guards start and n; only the drop path takes it
-	start time.Time
-	n     int
+// dropRun tracks a client's run of drops: when it began and the last one. A
+// gap of dropGap between two drops ends the run.
+type dropRun struct {
+	mu          sync.Mutex // guards start and last; only the drop path takes it
+	start, last time.Time
 }
 
-// add counts one drop at now and returns the count in the current window.
-func (d *dropWindow) add(now time.Time, window time.Duration) int {
+const dropGap = 2 * time.Second
+
+// add records a drop at now and returns how long the run has lasted.
+func (d *dropRun) add(now time.Time) time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if now.Sub(d.start) >= window || now.Before(d.start) {
-		d.start, d.n = now, 0
+	if d.start.IsZero() || now.Sub(d.last) > dropGap || now.Before(d.last) {
+		d.start = now
 	}
-	d.n++
-	return d.n
+	d.last = now
+	return now.Sub(d.start)
 }
 
 // OnPublishDropped runs on the publisher's goroutine when a message did not
 // fit in a client's outbound queue (Config.MaxWritesPending,
 // MaxQueuedBytes). mochi has already disconnected the client if the message
 // was QoS 1 or 2 (Capabilities.DisconnectSlowClients, broker/mochi). A
-// client that loses more than MaxDropsPerWindow QoS 0 messages in DropWindow
-// is cut too: it is not keeping up, and what it still receives is a sample.
+// client that has been losing QoS 0 messages for SlowClientTimeout, never
+// catching up for dropGap, is cut too: it is stuck, not slow, and what it
+// still receives is a sample. A subscriber that falls behind in a burst
+// and catches up loses the burst's overflow, and stays.
 // The cut is Stop (close the socket), never a DISCONNECT packet, which would
 // wait behind the writes the client does not read.
 func (p *policy) OnPublishDropped(cl *mqtt.Client, pk packets.Packet) {
@@ -41,20 +45,20 @@ func (p *policy) OnPublishDropped(cl *mqtt.Client, pk packets.Packet) {
 	if s == nil || cl.Closed() {
 		return
 	}
-	n := s.drops.add(p.cfg.Now(), p.cfg.DropWindow)
-	if n == 1 {
+	run := s.drops.add(p.cfg.Now())
+	if run == 0 {
 		p.slowLog.log(p.log, slog.LevelInfo, "client not keeping up: messages to it are dropped",
 			"client", peerText(cl.ID), "username", peerText(s.username), "topic", peerText(pk.TopicName))
 	}
-	if p.cfg.MaxDropsPerWindow > 0 && n > p.cfg.MaxDropsPerWindow {
-		p.cutSlow(cl, s)
+	if p.cfg.SlowClientTimeout > 0 && run > p.cfg.SlowClientTimeout {
+		p.cutSlow(cl, s, run)
 	}
 }
 
 // cutSlow disconnects a client that has lost too many messages; OnDisconnect
 // counts it, as it counts the clients mochi cut for a QoS 1 or 2 drop.
-func (p *policy) cutSlow(cl *mqtt.Client, s *session) {
+func (p *policy) cutSlow(cl *mqtt.Client, s *session, run time.Duration) {
 	p.slowLog.log(p.log, slog.LevelWarn, "slow client disconnected",
-		"client", peerText(cl.ID), "username", peerText(s.username), "dropped_in_window", p.cfg.MaxDropsPerWindow)
+		"client", peerText(cl.ID), "username", peerText(s.username), "dropping_for", run.Round(time.Second))
 	cl.Stop(packets.ErrPendingClientWritesExceeded)
 }

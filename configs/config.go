@@ -70,8 +70,7 @@ type Broker struct {
 	MaxTopicLength     int64   `json:"max_topic_length"`     // bytes, topic names and filters
 	MaxQueuedBytes     int64   `json:"max_queued_bytes"`     // payload bytes queued towards one client
 	MaxJSONDepth       int64   `json:"max_json_depth"`
-	SlowClientDrops    int64   `json:"slow_client_drops"`  // QoS 0 drops in slow_client_window before a client is cut
-	SlowClientWindow   Seconds `json:"slow_client_window"` // seconds
+	SlowClientTimeout  Seconds `json:"slow_client_timeout"` // seconds of dropping messages without a pause before a client is cut; -1 = never
 	// Limits per role: device, skill, integration, operator.
 	Limits map[string]RoleLimits `json:"limits"`
 }

@@ -34,8 +34,7 @@ func (c Config) Validate() error {
 		{"broker.max_topic_length", between(c.Broker.MaxTopicLength, 0, 65535)},
 		{"broker.max_queued_bytes", between(c.Broker.MaxQueuedBytes, 0, 1<<40)},
 		{"broker.max_json_depth", between(c.Broker.MaxJSONDepth, 0, 10000)},
-		{"broker.slow_client_drops", between(c.Broker.SlowClientDrops, -1, 1<<31-1)},
-		{"broker.slow_client_window", notNegative(c.Broker.SlowClientWindow)},
+		{"broker.slow_client_timeout", timeoutOrOff(c.Broker.SlowClientTimeout)},
 		{"broker.limits", roleLimits(c.Broker.Limits)},
 		{"http.listen", hostPort(c.HTTP.Listen, false)},
 		{"http.tls", tlsPair(c.HTTP.TLS)},
@@ -230,4 +229,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// timeoutOrOff accepts seconds >= 0 (0 = the default) or -1 (never).
+func timeoutOrOff(s Seconds) error {
+	if s < 0 && s != -1 {
+		return fmt.Errorf("%v: must be seconds, 0 for the default or -1 for never", float64(s))
+	}
+	return nil
 }
