@@ -25,6 +25,7 @@ import (
 type AttackConfig struct {
 	RoundTrips int           // measured per phase (default 300)
 	Silent     int           // silent strangers in the pre-auth flood (default 2000, as in the review)
+	QueueBytes int64         // the broker's max_queued_bytes (0 = its default)
 	Warmup     time.Duration // each attack runs this long before measuring (default 1 s)
 	Logger     *slog.Logger
 }
@@ -72,7 +73,7 @@ func Attack(ctx context.Context, cfg AttackConfig) (AttackReport, error) {
 	if cfg.Silent == 0 {
 		cfg.Silent = 2000
 	}
-	env, err := startAttackBroker(cfg.Logger)
+	env, err := startAttackBroker(cfg.Logger, cfg.QueueBytes)
 	if err != nil {
 		return AttackReport{}, err
 	}
@@ -154,7 +155,7 @@ type attackEnv struct {
 	badKey                ed25519.PrivateKey
 }
 
-func startAttackBroker(log *slog.Logger) (*attackEnv, error) {
+func startAttackBroker(log *slog.Logger, queueBytes int64) (*attackEnv, error) {
 	e := &attackEnv{}
 	var err error
 	secrets := []*string{&e.goodSecret, &e.badSecret, &e.intgSecret}
@@ -176,7 +177,7 @@ func startAttackBroker(log *slog.Logger) (*attackEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.b, err = broker.Start(broker.Config{MQTTListen: "127.0.0.1:0", Logger: log}, table)
+	e.b, err = broker.Start(broker.Config{MQTTListen: "127.0.0.1:0", MaxQueuedBytes: queueBytes, Logger: log}, table)
 	return e, err
 }
 
@@ -278,9 +279,17 @@ func (e *attackEnv) skillFlood(ctx context.Context) error {
 	defer conn.Close()
 	go drainConn(conn)
 	go func() {
-		for ctx.Err() == nil {
-			if c, err := rawConnect(ctx, e.b.Addr(), user+"/more", user, pass); err == nil {
+		// Second, third, ... connections of the account, each with an id
+		// of its own, held open when the broker takes them.
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
 				c.Close()
+			}
+		}()
+		for i := 0; ctx.Err() == nil; i++ {
+			if c, err := rawConnect(ctx, e.b.Addr(), fmt.Sprintf("%s/more-%d", user, i), user, pass); err == nil {
+				held = append(held, c)
 			}
 		}
 	}()

@@ -15,7 +15,9 @@ import (
 func TestAttackSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rep, err := brokerbench.Attack(ctx, brokerbench.AttackConfig{RoundTrips: 30, Warmup: 300 * time.Millisecond, Silent: 300})
+	rep, err := brokerbench.Attack(ctx, brokerbench.AttackConfig{RoundTrips: 30, Warmup: 300 * time.Millisecond, Silent: 300,
+		QueueBytes: 1 << 20, // the stuck subscriber's queue fills within the short phase
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
