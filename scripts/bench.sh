@@ -54,6 +54,17 @@ for x in r["chorus_vs_bare_mochi"]:
     print(f"  chorus/mochi-bare qos {x['qos']} fan-out {x['fan_out']} rate {x['target_rate']}: {x['throughput_ratio']:.2f}x")
 PY
 
+echo "== chorus bench attack"
+load >> "$out/summary.txt"
+timeout 300 "$BIN" bench attack --json > "$out/attack.json" || fail "bench attack"
+python3 - "$out/attack.json" >> "$out/summary.txt" <<'PY' || true
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("a device's round trip under attack (target: within 2x of idle):")
+for p in r["phases"]:
+    print(f"  {p['name']:17s} p50 {p['p50_ms']:.3f} ms ({p['ratio_p50_to_idle']:.2f}x)  p99 {p['p99_ms']:.2f} ms ({p['ratio_p99_to_idle']:.2f}x)")
+PY
+
 echo "== chorus bench agent"
 load >> "$out/summary.txt"
 for n in 20 100; do
