@@ -86,18 +86,24 @@ func Attack(ctx context.Context, cfg AttackConfig) (AttackReport, error) {
 	defer good.close()
 
 	var rep AttackReport
+	// Each attack is measured once it has met its limit (bit), so the
+	// figures are of the broker defending, not of a warm-up.
 	phases := []struct {
 		name, note string
 		run        func(ctx context.Context) error
+		bit        func(broker.Stats) bool
 	}{
-		{"idle", "", nil},
-		{"skill flood", "one skill account: QoS 0 publishes as fast as its socket takes, plus refused second connections", env.skillFlood},
-		{"pre-auth flood", fmt.Sprintf("%d silent sockets and 30 half-sent 10 MiB CONNECTs, each reopened as the broker closes it", cfg.Silent), env.preauthFlood},
-		{"stuck subscriber", "an integration on chorus/v1/# that never reads (reconnecting when cut); another device publishes 64 KiB messages at its full rate", env.stuckSubscriber},
+		{"idle", "", nil, nil},
+		{"skill flood", "one skill account: QoS 0 publishes as fast as its socket takes, plus refused second connections", env.skillFlood,
+			func(s broker.Stats) bool { return s.PublishesThrottled > 16 && s.ConnectionsOverLimit > 0 }},
+		{"pre-auth flood", fmt.Sprintf("%d silent sockets and 30 half-sent 10 MiB CONNECTs, each reopened as the broker closes it", cfg.Silent), env.preauthFlood,
+			func(s broker.Stats) bool { return s.PreauthClosed >= 30 }},
+		{"stuck subscriber", "an integration on chorus/v1/# that never reads (reconnecting when cut); another device publishes 64 KiB messages at its full rate", env.stuckSubscriber,
+			func(s broker.Stats) bool { return s.SlowClientsDisconnected > 0 }},
 	}
 	var idle AttackPhase
 	for _, ph := range phases {
-		p, err := runPhase(ctx, good, cfg, ph.run)
+		p, err := runPhase(ctx, good, cfg, ph.run, func() bool { return ph.bit == nil || ph.bit(env.b.Stats()) })
 		if err != nil {
 			return rep, fmt.Errorf("attack %s: %w", ph.name, err)
 		}
@@ -112,9 +118,9 @@ func Attack(ctx context.Context, cfg AttackConfig) (AttackReport, error) {
 	return rep, nil
 }
 
-// runPhase starts attack (nil = none), lets it warm up, and measures the
-// round trips while it runs.
-func runPhase(ctx context.Context, good *pinger, cfg AttackConfig, attack func(context.Context) error) (AttackPhase, error) {
+// runPhase starts attack (nil = none), waits until it has warmed up and
+// bitten, and measures the round trips while it runs.
+func runPhase(ctx context.Context, good *pinger, cfg AttackConfig, attack func(context.Context) error, bit func() bool) (AttackPhase, error) {
 	actx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var attackErr error
@@ -126,9 +132,10 @@ func runPhase(ctx context.Context, good *pinger, cfg AttackConfig, attack func(c
 				attackErr = err
 			}
 		}()
-		select {
-		case <-time.After(cfg.Warmup):
-		case <-ctx.Done():
+		if err := waitBitten(ctx, cfg.Warmup, bit); err != nil {
+			stop()
+			wg.Wait()
+			return AttackPhase{}, err
 		}
 	}
 	rtts, err := good.measure(ctx, cfg.RoundTrips)
@@ -142,6 +149,23 @@ func runPhase(ctx context.Context, good *pinger, cfg AttackConfig, attack func(c
 	}
 	slices.Sort(rtts)
 	return AttackPhase{P50Ms: ms(rtts[len(rtts)/2]), P99Ms: ms(rtts[len(rtts)*99/100])}, nil
+}
+
+// waitBitten waits at least warmup and until bit reports the attack met its
+// limit, at most a minute.
+func waitBitten(ctx context.Context, warmup time.Duration, bit func() bool) error {
+	start := time.Now()
+	for time.Since(start) < warmup || !bit() {
+		if time.Since(start) > time.Minute {
+			return errors.New("the attack met no limit within a minute")
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -258,9 +282,9 @@ func rawConnect(ctx context.Context, addr, id, user, pass string) (net.Conn, err
 	return conn, nil
 }
 
-func publishBytes(topic string, payload []byte, qos byte) []byte {
+func publishBytes(topic string, payload []byte, qos byte, id uint16) []byte {
 	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qos}, ProtocolVersion: 5,
-		TopicName: topic, Payload: payload, PacketID: uint16(qos)}
+		TopicName: topic, Payload: payload, PacketID: id}
 	var buf bytes.Buffer
 	_ = pk.PublishEncode(&buf)
 	return buf.Bytes()
@@ -293,7 +317,7 @@ func (e *attackEnv) skillFlood(ctx context.Context) error {
 			}
 		}
 	}()
-	msg := bytes.Repeat(publishBytes("chorus/v1/pi-bad/bus/flood", []byte(`{"type":"flood"}`), 0), 64)
+	msg := bytes.Repeat(publishBytes("chorus/v1/pi-bad/bus/flood", []byte(`{"type":"flood"}`), 0, 0), 64)
 	for ctx.Err() == nil {
 		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
 		if _, err := conn.Write(msg); err != nil && ctx.Err() == nil && !isTimeout(err) {
@@ -396,19 +420,25 @@ func (e *attackEnv) stuckSubscriber(ctx context.Context) error {
 			conn.Close()
 		}
 	}()
-	pub, err := rawConnect(ctx, e.b.Addr(), "pi-bad", "pi-bad", e.badSecret)
-	if err != nil {
-		return err
-	}
-	defer pub.Close()
-	go drainConn(pub)
-	// As fast as the device's account lets it (its burst, then its rate).
-	big := publishBytes("chorus/v1/pi-bad/bus/big", []byte(`{"type":"big","data":{"x":"`+strings.Repeat("x", 64<<10)+`"}}`), 1)
-	for ctx.Err() == nil {
-		_ = pub.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-		if _, err := pub.Write(big); err != nil && !isTimeout(err) {
-			return fmt.Errorf("publish big: %w", err)
+	// As fast as the device's account lets it (its burst, then its rate),
+	// reconnecting if the broker closes the connection.
+	payload := []byte(`{"type":"big","data":{"x":"` + strings.Repeat("x", 64<<10) + `"}}`)
+	for id := uint16(1); ctx.Err() == nil; {
+		pub, err := rawConnect(ctx, e.b.Addr(), "pi-bad", "pi-bad", e.badSecret)
+		if err != nil {
+			continue
 		}
+		go drainConn(pub)
+		for ctx.Err() == nil {
+			_ = pub.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := pub.Write(publishBytes("chorus/v1/pi-bad/bus/big", payload, 1, id)); err != nil && !isTimeout(err) {
+				break
+			}
+			if id++; id == 0 {
+				id = 1
+			}
+		}
+		pub.Close()
 	}
 	return nil
 }
