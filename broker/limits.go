@@ -2,19 +2,21 @@ package broker
 
 import (
 	"strings"
+
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // Fixed payload caps of the state and command topics (ARCHITECTURE.md §3).
 // Each is far above what the agent or Home Assistant writes and far below
 // what would hurt a subscriber that keeps the retained value.
 const (
-	maxAvailability = 16      // "online" / "offline"
-	maxBirth        = 4 << 10 // a small JSON object
-	maxConnectivity = 4 << 10
-	maxSkills       = 256 << 10 // the skill table of a device; = fleet.MaxStatePayload, what the controller stores
-	maxSkillSet     = 8         // "ON" / "OFF"
-	maxUpdateSet    = 16        // "install"
-	maxHAStatus     = 16        // Home Assistant's "online" / "offline"
+	maxAvailability = 16             // "online" / "offline"
+	maxBirth        = state.MaxBirth // the state payloads' own limits (gateway/state)
+	maxConnectivity = state.MaxConnectivity
+	maxSkills       = state.MaxSkills
+	maxSkillSet     = 8  // "ON" / "OFF"
+	maxUpdateSet    = 16 // "install"
+	maxHAStatus     = 16 // Home Assistant's "online" / "offline"
 )
 
 // topicClass is what the payload limits know about a topic.

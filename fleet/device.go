@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // MaxStatePayload caps the connectivity and skills payloads the controller
 // stores for a device (ARCHITECTURE.md §6: every network input has a limit).
-const MaxStatePayload = 256 << 10
+const MaxStatePayload = state.MaxSkills
 
 // Device is one satellite in the registry with what the controller last
 // learned about it from its retained topics.

@@ -48,6 +48,7 @@ fuzz ./gateway/envelope FuzzDecode
 fuzz ./gateway/envelope FuzzReadHeader
 fuzz ./gateway/topic FuzzParse
 fuzz ./gateway/desired FuzzParse
+fuzz ./gateway/state FuzzParse
 fuzz ./gateway/artifact FuzzUnpack
 fuzz ./device/discovery FuzzParseFrontmatter
 fuzz ./configs FuzzParse

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/agentbench"
 	"github.com/chorus-edge/chorus/fleet/fleetbench"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // ---- agent ----
@@ -228,15 +228,10 @@ func newObserver(ctx context.Context, addr, user, pass, dev string, want int) (*
 				}
 				return true, nil
 			}
-			var r struct {
-				Skills []struct {
-					State string `json:"state"`
-				} `json:"skills"`
-			}
-			if !sent && json.Unmarshal(pr.Packet.Payload, &r) == nil {
+			if r, err := state.ParseSkills(pr.Packet.Payload); !sent && err == nil {
 				loaded := 0
 				for _, s := range r.Skills {
-					if s.State == "loaded" {
+					if s.State == state.Loaded {
 						loaded++
 					}
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/device/connectivity"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 const wait = 15 * time.Second
@@ -126,12 +127,12 @@ func TestBirthAndCleanShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, session := f.availability(t)
-	if state != "online" || session != "1" {
-		t.Fatalf("availability = %q session %q, want online 1", state, session)
+	avail, session := f.availability(t)
+	if avail != "online" || session != "1" {
+		t.Fatalf("availability = %q session %q, want online 1", avail, session)
 	}
-	var birth Birth
-	if err := json.Unmarshal(f.obs.Expect(t, "chorus/v1/pi-1/birth", wait).Payload, &birth); err != nil {
+	birth, err := state.ParseBirth(f.obs.Expect(t, "chorus/v1/pi-1/birth", wait).Payload)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if birth.Session != 1 || birth.AgentVersion != "test" || birth.Arch == "" {

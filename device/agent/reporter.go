@@ -3,12 +3,12 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
 	"github.com/chorus-edge/chorus/device/skillmanager"
 	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/state"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -148,7 +148,11 @@ func (r *reporter) birthPackets() []bus.Packet {
 	a := r.a
 	avail, _ := topic.Availability(a.cfg.Device)
 	birthTopic, _ := topic.Birth(a.cfg.Device)
-	birth, _ := json.Marshal(newBirth(a.session.Load(), a.cfg.Version, a.started, a.WSAddr(), a.iso.Mode))
+	birth, err := state.Encode(newBirth(a.session.Load(), a.cfg.Version, a.started, a.WSAddr(), a.iso.Mode))
+	if err != nil { // a hostname or version over 4 KiB: say so, send availability
+		a.log.Error("birth not published", "err", err)
+		return []bus.Packet{*a.availability(avail, "online")}
+	}
 	return []bus.Packet{
 		{Topic: birthTopic, Payload: birth, QoS: 1, Retain: true, ContentType: "application/json"},
 		*a.availability(avail, "online"),
@@ -172,12 +176,20 @@ func (r *reporter) statePackets(s skillmanager.Snapshot) []bus.Packet {
 	dev := r.a.cfg.Device
 	connTopic, _ := topic.Connectivity(dev)
 	skillsTopic, _ := topic.Skills(dev)
-	conn, _ := json.Marshal(s.Connectivity)
-	skills, _ := json.Marshal(s.Skills)
-	return []bus.Packet{
-		{Topic: connTopic, Payload: conn, QoS: 1, Retain: true, ContentType: "application/json"},
-		{Topic: skillsTopic, Payload: skills, QoS: 1, Retain: true, ContentType: "application/json"},
+	var out []bus.Packet
+	// An empty payload would clear the retained topic: a payload that cannot
+	// be sent is left out, and the topic keeps the last one the broker took.
+	if conn, err := state.Encode(s.Connectivity); err != nil {
+		r.a.log.Error("connectivity not published", "err", err)
+	} else {
+		out = append(out, bus.Packet{Topic: connTopic, Payload: conn, QoS: 1, Retain: true, ContentType: "application/json"})
 	}
+	if skills, err := state.Encode(s.Skills); err != nil {
+		r.a.log.Error("skills report not published", "err", err)
+	} else {
+		out = append(out, bus.Packet{Topic: skillsTopic, Payload: skills, QoS: 1, Retain: true, ContentType: "application/json"})
+	}
+	return out
 }
 
 // stop publishes the last state and waits for the goroutine; idempotent.

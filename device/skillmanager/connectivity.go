@@ -2,10 +2,10 @@ package skillmanager
 
 import (
 	"context"
-	"time"
 
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // pendingEvent is a connectivity event received before the manager was
@@ -99,14 +99,7 @@ func (m *Manager) applyNow(ctx context.Context, msg envelope.Message) {
 
 // ConnectivityReport is the payload of the retained connectivity topic
 // (ARCHITECTURE §3).
-type ConnectivityReport struct {
-	Network   bool      `json:"network"`
-	Internet  bool      `json:"internet"`
-	GUI       bool      `json:"gui"`
-	ChangedAt time.Time `json:"changed_at"`
-	Source    string    `json:"source"`
-	Reason    string    `json:"reason,omitempty"` // why internet is false after the startup check
-}
+type ConnectivityReport = state.Connectivity
 
 func (m *Manager) connectivityLocked() ConnectivityReport {
 	return ConnectivityReport{Network: m.conn.network, Internet: m.conn.internet, GUI: m.conn.gui,

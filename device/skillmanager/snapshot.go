@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // Snapshot is the manager's reported state: the payloads of the retained
@@ -15,31 +16,13 @@ type Snapshot struct {
 	Connectivity ConnectivityReport
 }
 
-// SkillsReport is the payload of chorus/v1/<device>/skills. AppliedVersion
-// belongs to the installer: the manager leaves it 0 and the agent sets it.
-type SkillsReport struct {
-	AppliedVersion int64          `json:"applied_version"`
-	ManifestDigest string         `json:"manifest_digest"`
-	UpdatedAt      time.Time      `json:"updated_at"`
-	Skills         []SkillReport  `json:"skills"`
-	Training       TrainingReport `json:"training"`
-}
+// SkillsReport is the payload of chorus/v1/<device>/skills (gateway/state).
+// AppliedVersion belongs to the installer: the manager leaves it 0 and the
+// agent sets it.
+type SkillsReport = state.Skills
 
 // SkillReport is one skill in the skills topic (SKILL_MANAGER §3).
-type SkillReport struct {
-	ID           string     `json:"id"`
-	Version      string     `json:"version"`
-	State        State      `json:"state"`
-	Active       bool       `json:"active"`
-	WaitingFor   []string   `json:"waiting_for"`
-	Degraded     bool       `json:"degraded"`
-	Requirements []string   `json:"requirements"`
-	Managed      bool       `json:"managed"`
-	Error        string     `json:"error"`
-	Attempts     int        `json:"attempts"`
-	NextRetry    *time.Time `json:"next_retry"`
-	Since        time.Time  `json:"since"`
-}
+type SkillReport = state.Skill
 
 // Snapshot returns the current state. Skills are listed in discovery order
 // (the last successful discovery), then skills the manager still runs that

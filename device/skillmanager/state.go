@@ -1,16 +1,20 @@
 package skillmanager
 
-// State is a skill's state in the retained skills topic (SKILL_MANAGER §3).
-type State string
+import "github.com/chorus-edge/chorus/gateway/state"
 
+// State is a skill's state in the retained skills topic (SKILL_MANAGER §3);
+// the contract is gateway/state's.
+type State = state.SkillState
+
+// The skill states, gateway/state's under the manager's names.
 const (
-	StateWaiting     State = "waiting"     // requirements unmet (waiting_for says which), or not yet passed over
-	StateLoading     State = "loading"     // started, not ready yet
-	StateLoaded      State = "loaded"      // running and ready (active)
-	StateInactive    State = "inactive"    // deactivated (skillmanager.deactivate), persisted
-	StateFailed      State = "failed"      // last load failed; error, attempts, next_retry
-	StateBlacklisted State = "blacklisted" // in skills.blacklisted_skills and not running
-	StateInvalid     State = "invalid"     // a SKILL.md directory that cannot load (gate failed, no exec, ...)
+	StateWaiting     = state.Waiting
+	StateLoading     = state.Loading
+	StateLoaded      = state.Loaded
+	StateInactive    = state.Inactive
+	StateFailed      = state.Failed
+	StateBlacklisted = state.Blacklisted
+	StateInvalid     = state.Invalid
 )
 
 // Status is the manager's own state: started → alive → ready → stopping

@@ -3,19 +3,14 @@ package skillmanager
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // TrainingReport is the outcome of the last training request (SKILL_MANAGER
 // §4: a timeout or an error reply is logged and reported).
-type TrainingReport struct {
-	Status      string     `json:"status"` // "", "pending", "trained", "failed", "timeout"
-	Error       string     `json:"error,omitempty"`
-	RequestedAt *time.Time `json:"requested_at,omitempty"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
-}
+type TrainingReport = state.Training
 
 // requestTraining emits mycroft.skills.train {} and waits for
 // mycroft.skills.trained up to TrainTimeout in a task: it never blocks the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
+	"github.com/chorus-edge/chorus/gateway/state"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -173,7 +174,7 @@ func (c *Controller) publishGateway(summary []byte, config bool) error {
 }
 
 // loadedSkills counts the skills a report shows loaded.
-func loadedSkills(r report) int {
+func loadedSkills(r state.Skills) int {
 	n := 0
 	for _, s := range r.Skills {
 		if s.State == stateLoaded {

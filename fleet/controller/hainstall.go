@@ -53,7 +53,7 @@ func (c *Controller) haInstall(ctx context.Context, m broker.Message) {
 		return
 	}
 	rep, _ := parseReport(d.Reported)
-	s, ok := rep.skill(t.Skill)
+	s, ok := rep.Skill(t.Skill)
 	if !ok || !s.Managed {
 		log.Warn("update/set ignored: the device does not run this skill from the fleet")
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
+	"github.com/chorus-edge/chorus/gateway/state"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -153,7 +154,7 @@ func (c *Controller) haInput(ctx context.Context, d *fleet.Device) (hadiscovery.
 	return in, updates, nil
 }
 
-func (c *Controller) updateState(ctx context.Context, s skillReport) (updateState, error) {
+func (c *Controller) updateState(ctx context.Context, s state.Skill) (updateState, error) {
 	st := updateState{InstalledVersion: s.Version, LatestVersion: s.Version, Title: s.ID}
 	v, err := c.store.LatestVersion(ctx, s.ID)
 	switch {

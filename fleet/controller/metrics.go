@@ -3,7 +3,6 @@ package controller
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -12,15 +11,23 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // scrapeTimeout bounds the store queries of one scrape.
 const scrapeTimeout = 10 * time.Second
 
-// skillStates are the skills[].state values of the skills topic
-// (docs/topics.md); any other value a device reports is counted as "other",
-// so a device cannot grow the label set.
-var skillStates = []string{"waiting", "loading", "loaded", "inactive", "failed", "blacklisted", "invalid"}
+// skillStates are gateway/state's skill states; any other value a device
+// reports is counted as "other", so a device cannot grow the label set.
+var skillStates = stateLabels()
+
+func stateLabels() []string {
+	out := make([]string, len(state.SkillStates))
+	for i, s := range state.SkillStates {
+		out[i] = string(s)
+	}
+	return out
+}
 
 var (
 	rolloutStates = []fleet.RolloutState{fleet.RolloutQueued, fleet.RolloutInProgress, fleet.RolloutPaused,
@@ -172,20 +179,16 @@ type skillTally struct {
 // is "other". A report that does not decode counts no skills (the store
 // validated it when it was stored).
 func tallySkills(raw []byte) skillTally {
-	var r struct {
-		Skills []struct {
-			State string `json:"state"`
-		} `json:"skills"`
-	}
 	t := skillTally{raw: raw}
-	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+	r, err := state.ParseSkills(raw)
+	if len(raw) == 0 || err != nil {
 		return t
 	}
 	t.states = make([]string, len(r.Skills))
 	for i, s := range r.Skills {
 		t.states[i] = "other"
-		if slices.Contains(skillStates, s.State) {
-			t.states[i] = s.State
+		if slices.Contains(skillStates, string(s.State)) {
+			t.states[i] = string(s.State)
 		}
 	}
 	return t

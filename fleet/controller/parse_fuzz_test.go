@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // Kinds of device input FuzzStatePayload feeds, picked by the first argument.
@@ -76,7 +77,7 @@ func checkBirth(t *testing.T, payload []byte) {
 	if err != nil {
 		return
 	}
-	storeAccepts(t, "birth", payload, maxBirthPayload)
+	storeAccepts(t, "birth", payload, state.MaxBirth)
 	if b.Session > math.MaxInt64 {
 		t.Fatalf("accepted session %d, which the store cannot hold", b.Session)
 	}

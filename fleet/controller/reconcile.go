@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/gateway/desired"
+	"github.com/chorus-edge/chorus/gateway/state"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -178,7 +179,7 @@ func toWire(d fleet.Desired) (desired.Doc, error) {
 //     skill is absent (or no longer fleet-managed).
 //
 // A device that has not caught up yet is left alone; the engine times it out.
-func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desired, rep report) error {
+func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desired, rep state.Skills) error {
 	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{DeviceID: d.ID, States: []fleet.ExecState{fleet.ExecInProgress}})
 	if err != nil {
 		return err
@@ -195,8 +196,8 @@ func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desir
 	return nil
 }
 
-func verdict(r *fleet.Rollout, doc fleet.Desired, rep report, start int64) (fleet.ExecState, string, bool) {
-	s, present := rep.skill(r.SkillID)
+func verdict(r *fleet.Rollout, doc fleet.Desired, rep state.Skills, start int64) (fleet.ExecState, string, bool) {
+	s, present := rep.Skill(r.SkillID)
 	applied := rep.AppliedVersion >= start
 	// A document older than the one the execution started with was read
 	// before the execution's assignment landed: it cannot judge it.
@@ -225,7 +226,7 @@ func verdict(r *fleet.Rollout, doc fleet.Desired, rep report, start int64) (flee
 	case stateFailed, stateInvalid:
 		reason := s.Error
 		if reason == "" {
-			reason = "skill " + s.State
+			reason = "skill " + string(s.State)
 		}
 		return fleet.ExecFailed, truncate(reason, 1024), true
 	}

@@ -113,12 +113,6 @@ func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker
 	return err
 }
 
-// birthPayload is the part of the birth topic the controller keeps.
-type birthPayload struct {
-	Session      uint64 `json:"session"`
-	AgentVersion string `json:"agent_version"`
-}
-
 func (c *Controller) applyBirth(ctx context.Context, dev string, payload []byte) error {
 	b, err := parseBirth(payload)
 	if err != nil {

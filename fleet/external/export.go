@@ -2,7 +2,6 @@ package external
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"slices"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
 	"github.com/chorus-edge/chorus/fleet/mosquittosync"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // ExportStore is what the exports read and record in the fleet store;
@@ -204,12 +204,7 @@ func knownSkills(ctx context.Context, st ExportStore) (map[string][]string, erro
 		for id := range fleet.ComputeDesired(d.ID, d.Tags, as, anyVersion) {
 			set[id] = true
 		}
-		var rep struct {
-			Skills []struct {
-				ID string `json:"id"`
-			} `json:"skills"`
-		}
-		if len(d.Reported) > 0 && json.Unmarshal(d.Reported, &rep) == nil {
+		if rep, err := state.ParseSkills(d.Reported); err == nil {
 			for _, s := range rep.Skills {
 				set[s.ID] = true
 			}

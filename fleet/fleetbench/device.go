@@ -2,7 +2,6 @@ package fleetbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/chorus-edge/chorus/gateway/desired"
+	"github.com/chorus-edge/chorus/gateway/state"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -95,8 +95,8 @@ func (d *device) connect(ctx context.Context) error {
 		_ = conn.Close()
 		return fmt.Errorf("device %s: connect: %w", d.id, err)
 	}
-	birth, _ := json.Marshal(map[string]any{"session": d.session, "agent_version": "bench", "started_at": time.Now().UTC().Format(time.RFC3339),
-		"hostname": d.id, "arch": "sim", "websocket": ""})
+	birth, _ := state.Encode(state.Birth{Session: d.session, AgentVersion: "bench", StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Hostname: d.id, Arch: "sim", Isolation: "none"})
 	if err := d.publish(cctx, d.topics.birth, birth); err != nil {
 		return err
 	}
@@ -106,8 +106,7 @@ func (d *device) connect(ctx context.Context) error {
 	if _, err := d.client.Subscribe(cctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: d.topics.desired, QoS: 1}}}); err != nil {
 		return fmt.Errorf("device %s: subscribe desired: %w", d.id, err)
 	}
-	conn2, _ := json.Marshal(map[string]any{"network": true, "internet": true, "gui": false,
-		"changed_at": time.Now().UTC().Format(time.RFC3339), "source": "monitor"})
+	conn2, _ := state.Encode(state.Connectivity{Network: true, Internet: true, ChangedAt: time.Now().UTC(), Source: "monitor"})
 	if err := d.publish(cctx, d.topics.conn, conn2); err != nil {
 		return err
 	}
@@ -180,22 +179,6 @@ func (d *device) apply(ctx context.Context) {
 	d.f.observe(d, next)
 }
 
-// skillReport is one skill of the skills topic (docs/topics.md).
-type skillReport struct {
-	ID           string     `json:"id"`
-	Version      string     `json:"version"`
-	State        string     `json:"state"`
-	Active       bool       `json:"active"`
-	WaitingFor   []string   `json:"waiting_for"`
-	Degraded     bool       `json:"degraded"`
-	Requirements []string   `json:"requirements"`
-	Managed      bool       `json:"managed"`
-	Error        string     `json:"error"`
-	Attempts     int        `json:"attempts"`
-	NextRetry    *time.Time `json:"next_retry"`
-	Since        time.Time  `json:"since"`
-}
-
 // report publishes the skills topic: the simulated local skills plus every
 // installed (fleet-managed) skill, all loaded.
 func (d *device) report(ctx context.Context) error {
@@ -208,16 +191,16 @@ func (d *device) report(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	now := time.Now().UTC()
-	skills := make([]skillReport, 0, len(d.f.localSkills)+len(ids))
+	skills := make([]state.Skill, 0, len(d.f.localSkills)+len(ids))
 	for _, id := range d.f.localSkills {
-		skills = append(skills, skillReport{ID: id, Version: "1.0.0", State: "loaded", Active: true,
+		skills = append(skills, state.Skill{ID: id, Version: "1.0.0", State: state.Loaded, Active: true,
 			WaitingFor: []string{}, Requirements: []string{}, Since: now})
 	}
 	for i, id := range ids {
-		skills = append(skills, skillReport{ID: id, Version: vers[i], State: "loaded", Active: true,
+		skills = append(skills, state.Skill{ID: id, Version: vers[i], State: state.Loaded, Active: true,
 			WaitingFor: []string{}, Requirements: []string{}, Managed: true, Since: now})
 	}
-	b, err := json.Marshal(map[string]any{"applied_version": applied, "manifest_digest": "", "updated_at": now, "skills": skills})
+	b, err := state.Encode(state.Skills{AppliedVersion: applied, UpdatedAt: now, Skills: skills})
 	if err != nil {
 		return err
 	}

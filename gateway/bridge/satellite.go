@@ -1,12 +1,12 @@
 package bridge
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // satState is what the relay knows of one routed satellite. The relay
@@ -49,15 +49,6 @@ func (s *satState) availability(p bus.Packet, now time.Time) (changed bool) {
 	return true
 }
 
-// skillsReport is the part of the skills topic payload the relay reads
-// (docs/topics.md).
-type skillsReport struct {
-	Skills []struct {
-		ID    string `json:"id"`
-		State string `json:"state"`
-	} `json:"skills"`
-}
-
 // setSkills reads the loaded skills from a skills topic payload; an empty
 // payload (a cleared topic) means none, an unreadable one changes nothing.
 func (s *satState) setSkills(payload []byte) {
@@ -68,14 +59,14 @@ func (s *satState) setSkills(payload []byte) {
 		s.skills = nil
 		return
 	}
-	var r skillsReport
-	if json.Unmarshal(payload, &r) != nil {
+	r, err := state.ParseSkills(payload)
+	if err != nil {
 		return
 	}
 	s.cleared = nil
 	s.skills = s.skills[:0]
 	for _, sk := range r.Skills {
-		if sk.State == "loaded" && sk.ID != "" {
+		if sk.State == state.Loaded && sk.ID != "" {
 			s.skills = append(s.skills, sk.ID)
 		}
 	}

@@ -1,0 +1,125 @@
+package state_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-edge/chorus/gateway/state"
+)
+
+// What the agent writes, the readers read back unchanged.
+func TestRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	skills := state.Skills{AppliedVersion: 7, ManifestDigest: "abc", UpdatedAt: at, Skills: []state.Skill{
+		{ID: "hello.chorus", Version: "1.0.0", State: state.Loaded, Active: true, WaitingFor: []string{}, Requirements: []string{}, Managed: true, Since: at},
+		{ID: "weather.chorus", Version: "2.0.0", State: state.Waiting, WaitingFor: []string{"internet"}, Requirements: []string{"internet"}, Since: at},
+	}}
+	b, err := state.Encode(skills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := state.ParseSkills(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := got.Skill("weather.chorus"); !ok || s.State != state.Waiting || s.WaitingFor[0] != "internet" || got.AppliedVersion != 7 {
+		t.Fatalf("parsed %+v", got)
+	}
+	if _, ok := got.Skill("absent"); ok {
+		t.Fatal("found a skill the report does not list")
+	}
+	birth := state.Birth{Session: 3, AgentVersion: "1.2.3", Hostname: "pi", Arch: "arm64", Isolation: "uid"}
+	if b, err = state.Encode(birth); err != nil {
+		t.Fatal(err)
+	}
+	if gb, err := state.ParseBirth(b); err != nil || gb != birth {
+		t.Fatalf("birth %+v, %v", gb, err)
+	}
+	conn := state.Connectivity{Network: true, ChangedAt: at, Source: "monitor", Reason: "no route"}
+	if b, err = state.Encode(conn); err != nil {
+		t.Fatal(err)
+	}
+	if gc, err := state.ParseConnectivity(b); err != nil || gc != conn {
+		t.Fatalf("connectivity %+v, %v", gc, err)
+	}
+}
+
+// A later agent that adds fields is read; what no agent writes is refused
+// with the reason, as ErrInvalid.
+func TestParseRefusals(t *testing.T) {
+	if _, err := state.ParseSkills([]byte(`{"skills":[{"id":"a","state":"loaded","new_field":1}],"extra":true}`)); err != nil {
+		t.Fatalf("unknown fields refused: %v", err)
+	}
+	if r, err := state.ParseSkills(nil); err != nil || len(r.Skills) != 0 {
+		t.Fatalf("a cleared topic: %+v, %v", r, err)
+	}
+	big := append([]byte(`{"x":"`), append(bytes.Repeat([]byte("a"), state.MaxSkills), '"', '}')...)
+	cases := []struct {
+		name, want string
+		parse      func([]byte) error
+		in         []byte
+	}{
+		{"skills array", "not a JSON object", skills, []byte(`[1]`)},
+		{"skills null", "not a JSON object", skills, []byte(`null`)},
+		{"skills negative", "applied_version -1 is negative", skills, []byte(`{"applied_version":-1}`)},
+		{"skills wrong type", "cannot unmarshal", skills, []byte(`{"skills":"all"}`)},
+		{"skills oversized", "more than the limit of 262144", skills, big},
+		{"birth empty", "empty payload", birth, nil},
+		{"birth session", "out of range", birth, []byte(`{"session":18446744073709551615}`)},
+		{"birth oversized", "more than the limit of 4096", birth, big[:5000]},
+		{"connectivity string", "not a JSON object", connectivity, []byte(`"online"`)},
+		{"connectivity truncated", "unexpected end", connectivity, []byte(`{"network":true`)},
+	}
+	for _, c := range cases {
+		err := c.parse(c.in)
+		if !errors.Is(err, state.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want ErrInvalid saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// The writer never produces what the broker would refuse.
+func TestEncodeRefusesOverLimit(t *testing.T) {
+	_, err := state.Encode(state.Birth{Hostname: strings.Repeat("h", state.MaxBirth)})
+	if !errors.Is(err, state.ErrInvalid) || !strings.Contains(err.Error(), "birth") {
+		t.Fatalf("err = %v, want birth over the limit", err)
+	}
+}
+
+func skills(b []byte) error       { _, err := state.ParseSkills(b); return err }
+func birth(b []byte) error        { _, err := state.ParseBirth(b); return err }
+func connectivity(b []byte) error { _, err := state.ParseConnectivity(b); return err }
+
+// FuzzParse: no input panics, and whatever a parser accepts encodes and
+// parses again to the same value.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"applied_version":1,"skills":[{"id":"a","state":"loaded"}]}`))
+	f.Add([]byte(`{"session":2,"agent_version":"x"}`))
+	f.Add([]byte(`{"network":true,"internet":false,"changed_at":"2026-12-02T04:00:00Z"}`))
+	f.Add([]byte(`{"skills":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := state.ParseSkills(b); err == nil && len(b) > 0 {
+			again(t, s, state.ParseSkills)
+		}
+		if v, err := state.ParseBirth(b); err == nil {
+			again(t, v, state.ParseBirth)
+		}
+		if v, err := state.ParseConnectivity(b); err == nil {
+			again(t, v, state.ParseConnectivity)
+		}
+	})
+}
+
+func again[T state.Birth | state.Connectivity | state.Skills](t *testing.T, v T, parse func([]byte) (T, error)) {
+	t.Helper()
+	b, err := state.Encode(v)
+	if err != nil {
+		return // an accepted payload may re-encode larger (escapes): Encode says so
+	}
+	if _, err := parse(b); err != nil {
+		t.Fatalf("accepted %+v but not its own encoding %s: %v", v, b, err)
+	}
+}
