@@ -27,6 +27,9 @@ type Config struct {
 	Connectivity  Connectivity  `json:"connectivity"`
 	HomeAssistant HomeAssistant `json:"homeassistant"`
 	Bridge        Bridge        `json:"bridge"`
+	// ReadySettings is OVOS's ready_settings: what the agent waits for
+	// before it emits mycroft.ready (device/skillmanager ready.go).
+	ReadySettings []string `json:"ready_settings"`
 }
 
 // HomeAssistant configures the controller's Home Assistant discovery (gateway only).
@@ -183,6 +186,7 @@ func Default() Config {
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},
 		Bridge:        Bridge{Twins: "off", TwinsByDevice: map[string]string{}, Grace: 30, Hold: 64, Rate: 10, Burst: 20},
+		ReadySettings: []string{"skills"},
 	}
 }
 

@@ -58,6 +58,7 @@ func (c Config) Validate() error {
 		{"bridge.hold", between(int64(c.Bridge.Hold), 0, 100000)},
 		{"bridge.rate", positive(Seconds(c.Bridge.Rate))},
 		{"bridge.burst", between(int64(c.Bridge.Burst), 1, 100000)},
+		{"ready_settings", CheckReadySettings(c.ReadySettings)},
 	}
 	for _, ch := range checks {
 		if ch.err != nil {

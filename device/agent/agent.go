@@ -63,6 +63,8 @@ type Config struct {
 
 	Skills       configs.Skills
 	Connectivity configs.Connectivity
+	// ReadySettings is ready_settings (mycroft.ready); nil = ["skills"].
+	ReadySettings []string
 	// Blacklist re-reads skills.blacklisted_skills; nil uses Skills.BlacklistedSkills.
 	Blacklist func() []string
 
@@ -247,6 +249,7 @@ func (a *Agent) startManager() error {
 			return connectivity.CheckInternet(ctx, urls, http.DefaultClient)
 		},
 		WaitForIntentService: a.cfg.Skills.WaitForIntentService,
+		ReadySettings:        a.cfg.ReadySettings,
 		InactiveFile:         filepath.Join(a.cfg.DataDir, "inactive.json"),
 		OnChange:             a.reporter.update,
 		Logger:               a.log,

@@ -109,6 +109,10 @@ type Config struct {
 	WaitForIntentService bool
 	IntentServiceTimeout time.Duration
 
+	// ReadySettings are OVOS's ready_settings: what must hold before the
+	// manager emits mycroft.ready (ready.go). nil = DefaultReadySettings.
+	ReadySettings []string
+
 	// InactiveFile persists the deactivated set (SKILL_MANAGER §7 [ours]).
 	// "" keeps it in memory only.
 	InactiveFile string
@@ -141,6 +145,9 @@ func (c Config) withDefaults() Config {
 	def(&c.IntentServiceTimeout, DefaultIntentServiceTimeout)
 	if c.PHALTimeout == 0 {
 		c.PHALTimeout = DefaultPHALTimeout
+	}
+	if c.ReadySettings == nil {
+		c.ReadySettings = DefaultReadySettings
 	}
 	if c.Blacklist == nil {
 		c.Blacklist = func() []string { return nil }

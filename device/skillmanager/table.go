@@ -24,7 +24,8 @@ type Manager struct {
 	tasks    sync.WaitGroup
 	watchers sync.WaitGroup
 	notify   *notifier
-	offs     []func() // bus unsubscriptions; written by Start, read by Close
+	ready    readyGate // wakes the mycroft.ready announcer (ready.go)
+	offs     []func()  // bus unsubscriptions; written by Start, read by Close
 
 	persistMu sync.Mutex // serializes writes of InactiveFile; taken before mu, never inside it
 
@@ -133,7 +134,10 @@ func (m *Manager) goTask(f func(ctx context.Context)) bool {
 }
 
 // changed schedules an OnChange call with the latest state.
-func (m *Manager) changed() { m.notify.poke() }
+func (m *Manager) changed() {
+	m.notify.poke()
+	m.ready.poke()
+}
 
 func (m *Manager) now() time.Time { return m.cfg.Now() }
 
