@@ -146,6 +146,24 @@ type Skills struct {
 	// UIDRange is the reserved range the skills' uids come from,
 	// "FIRST-LAST" (device/skilluser.DefaultRange).
 	UIDRange string `json:"uid_range"`
+	// OVOS runs the skills whose SKILL.md says runtime: ovos (docs/ovos.md).
+	OVOS OVOSRuntime `json:"ovos"`
+}
+
+// OVOSRuntime configures how the agent runs stock OVOS skills.
+type OVOSRuntime struct {
+	// Launcher is ovos-skill-launcher in the satellite's OVOS venv, e.g.
+	// /opt/ovos/venv/bin/ovos-skill-launcher; "" = runtime ovos skills fail
+	// to start with an error naming this key.
+	Launcher string `json:"launcher"`
+	// PassEnv names the variables a launcher inherits from the agent.
+	PassEnv []string `json:"pass_env"`
+	// Env is added to every launcher's environment (a PYTHONPATH here comes
+	// after the skill's own packages).
+	Env map[string]string `json:"env"`
+	// LoadTimeout bounds a load, from the launcher's start to its
+	// mycroft.skills.loaded.
+	LoadTimeout Seconds `json:"load_timeout"`
 }
 
 // Installer gates install requests arriving on the bus (SKILL_MANAGER.md §10).
@@ -182,6 +200,7 @@ func Default() Config {
 			BlacklistedSkills: []string{}, Capabilities: []string{},
 			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60, Credentials: "signed",
 			Isolation: "auto", UIDRange: skilluser.DefaultRange,
+			OVOS: OVOSRuntime{PassEnv: []string{"PATH", "LANG", "LC_ALL", "TZ"}, Env: map[string]string{}, LoadTimeout: 120},
 		},
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},

@@ -41,3 +41,46 @@ func CheckReadySettings(settings []string) error {
 	}
 	return nil
 }
+
+// absPathOrEmpty accepts "" or an absolute path.
+func absPathOrEmpty(p string) error {
+	if p != "" && !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%q is not an absolute path (give the full path, or leave it empty)", p)
+	}
+	return nil
+}
+
+// envNames accepts variable names the agent may pass on: no CHORUS_* (the
+// agent's own settings), none the runtime sets itself.
+func envNames(names []string) error {
+	for _, n := range names {
+		if err := envName(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func envMap(env map[string]string) error {
+	for k := range env {
+		if err := envName(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ovosOwnEnv are the variables the OVOS runtime sets for each skill.
+var ovosOwnEnv = map[string]bool{"HOME": true, "XDG_CONFIG_HOME": true, "XDG_DATA_HOME": true, "XDG_CACHE_HOME": true, "XDG_STATE_HOME": true}
+
+func envName(n string) error {
+	switch {
+	case n == "" || strings.ContainsAny(n, "= \t\n\x00"):
+		return fmt.Errorf("%q is not a variable name", n)
+	case strings.HasPrefix(n, "CHORUS_"):
+		return fmt.Errorf("%q: the agent's own variables are never passed to a launcher; remove it", n)
+	case ovosOwnEnv[n]:
+		return fmt.Errorf("%q is set by the agent for each skill (its private directories); remove it", n)
+	}
+	return nil
+}

@@ -225,6 +225,7 @@ func (a *Agent) startManager() error {
 		Identity: a.iso.identity(), DropCaps: a.iso.dropCaps, Trampoline: a.cfg.Trampoline,
 		Records:  filepath.Join(a.cfg.DataDir, "running-skills.json"),
 		SkillEnv: a.skillEnv,
+		OVOS:     a.ovosRuntime(),
 	})
 	if n, err := a.launcher.ReapOrphans(); err != nil {
 		a.log.Warn("reap skills a previous run left", "error", err)
@@ -250,6 +251,7 @@ func (a *Agent) startManager() error {
 		},
 		WaitForIntentService: a.cfg.Skills.WaitForIntentService,
 		ReadySettings:        a.cfg.ReadySettings,
+		OVOSLoadTimeout:      a.cfg.Skills.OVOS.LoadTimeout.Duration(),
 		InactiveFile:         filepath.Join(a.cfg.DataDir, "inactive.json"),
 		OnChange:             a.reporter.update,
 		Logger:               a.log,

@@ -65,7 +65,13 @@ func (m *Manager) runPass(ctx context.Context, why string, only map[string]bool)
 		}
 	}
 	m.changed()
+	ready := m.Status().ready()
 	for _, l := range loads {
+		if l.a.ovos != nil && !ready {
+			// Its launcher loads on mycroft.ready, which comes after
+			// this pass: the load finishes on its own (ovos.go).
+			continue
+		}
 		if err := <-l.done; err != nil {
 			res.failed[l.a.skill.ID] = err
 			continue
@@ -111,6 +117,9 @@ func (m *Manager) reserve(s discovery.Skill, black map[string]bool) (a *attempt,
 		return nil, "waiting for " + strings.Join(unmet, ", "), false
 	}
 	a = &attempt{skill: s, serial: m.nextSerialLocked(), ready: make(chan struct{})}
+	if isOVOS(s) {
+		a.ovos = &ovosLoad{failed: make(chan struct{})}
+	}
 	m.loading[id] = a
 	return a, "", false
 }

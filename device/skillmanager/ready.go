@@ -107,6 +107,11 @@ func (m *Manager) readyMetLocked(s string) bool {
 	case configs.ReadyInternetSkills, configs.ReadyInternet:
 		return m.conn.internet
 	}
+	if cs, ok := m.catalog.Get(s); ok && isOVOS(cs) {
+		// Its launcher loads only on mycroft.ready: waiting for it would
+		// never end (docs/ovos.md).
+		return true
+	}
 	e := m.tracked[s]
 	return e != nil && e.proc != nil && e.active
 }

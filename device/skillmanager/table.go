@@ -65,8 +65,9 @@ type entry struct {
 type attempt struct {
 	skill  discovery.Skill
 	serial uint64
-	ready  chan struct{} // closed when the skill reports chorus.skill.ready
+	ready  chan struct{} // closed when the skill reports chorus.skill.ready (runtime ovos: its launcher's mycroft.skills.loaded)
 	once   sync.Once
+	ovos   *ovosLoad // runtime ovos skills only (ovos.go)
 
 	// Set under Manager.mu by events that land while the load runs; the
 	// load honours them on the way out.
