@@ -32,6 +32,21 @@ func Need(t testing.TB) {
 	t.Skip(msg)
 }
 
+// NeedPip is Need for building and installing wheels offline: Debian's
+// python3-pip, python3-setuptools and python3-wheel.
+func NeedPip(t testing.TB) {
+	t.Helper()
+	out, err := exec.Command(Python, "-c", "import setuptools, wheel, pip").CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("building wheels needs %s with python3-pip, python3-setuptools and python3-wheel (apt-get install them): %v %s", Python, err, out)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
 // Launcher copies the stand-in launcher into a fresh directory every user
 // can reach (skills under their own uids run it) and returns its path.
 func Launcher(t testing.TB) string {
