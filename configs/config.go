@@ -156,6 +156,9 @@ type OVOSRuntime struct {
 	// /opt/ovos/venv/bin/ovos-skill-launcher; "" = runtime ovos skills fail
 	// to start with an error naming this key.
 	Launcher string `json:"launcher"`
+	// Python runs pip for the skills' wheels (the venv's bin/python3);
+	// "" = the python3 next to Launcher.
+	Python string `json:"python"`
 	// PassEnv names the variables a launcher inherits from the agent.
 	PassEnv []string `json:"pass_env"`
 	// Env is added to every launcher's environment (a PYTHONPATH here comes

@@ -49,6 +49,7 @@ func (c Config) Validate() error {
 		{"skills.isolation", oneOf(c.Skills.Isolation, "auto", "uid", "none")},
 		{"skills.uid_range", uidRange(c.Skills.UIDRange)},
 		{"skills.ovos.launcher", absPathOrEmpty(c.Skills.OVOS.Launcher)},
+		{"skills.ovos.python", absPathOrEmpty(c.Skills.OVOS.Python)},
 		{"skills.ovos.pass_env", envNames(c.Skills.OVOS.PassEnv)},
 		{"skills.ovos.env", envMap(c.Skills.OVOS.Env)},
 		{"skills.ovos.load_timeout", positive(c.Skills.OVOS.LoadTimeout)},

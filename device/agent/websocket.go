@@ -13,7 +13,9 @@ import (
 	"strconv"
 
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/ovosconf"
+	"github.com/chorus-edge/chorus/device/ovosrt"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skillmanager"
 	"github.com/chorus-edge/chorus/gateway/bus"
@@ -117,6 +119,24 @@ func (a *Agent) ovosRuntime() process.OVOS {
 			return a.ws.SkillURL(skill)
 		},
 	}
+}
+
+// prepareOVOS is the installer's Prepare: a runtime ovos skill's wheels
+// are installed offline into its site directory with the OVOS venv's
+// python (skills.ovos.python, default the python3 next to the launcher).
+func (a *Agent) prepareOVOS(ctx context.Context, s discovery.Skill) error {
+	if s.Runtime != discovery.RuntimeOVOS {
+		return nil
+	}
+	return ovosrt.Install(ctx, a.ovosPython(), s.Dir)
+}
+
+func (a *Agent) ovosPython() string {
+	o := a.cfg.Skills.OVOS
+	if o.Python != "" || o.Launcher == "" {
+		return o.Python
+	}
+	return filepath.Join(filepath.Dir(o.Launcher), "python3")
 }
 
 // skillEnv gives each skill its own drop-in route (CHORUS_WS_URL).
