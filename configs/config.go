@@ -167,6 +167,20 @@ type OVOSRuntime struct {
 	// LoadTimeout bounds a load, from the launcher's start to its
 	// mycroft.skills.loaded.
 	LoadTimeout Seconds `json:"load_timeout"`
+	// Shared lists the trusted skills run together in one Python process
+	// (the shared host), each with its own bus connection and identity;
+	// "*" = every runtime ovos skill. Empty: one process per skill.
+	Shared []string `json:"shared"`
+}
+
+// SharedOVOS reports whether skill runs in the shared host.
+func (o OVOSRuntime) SharedOVOS(skill string) bool {
+	for _, s := range o.Shared {
+		if s == "*" || s == skill {
+			return true
+		}
+	}
+	return false
 }
 
 // Installer gates install requests arriving on the bus (SKILL_MANAGER.md §10).
@@ -203,7 +217,7 @@ func Default() Config {
 			BlacklistedSkills: []string{}, Capabilities: []string{},
 			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60, Credentials: "signed",
 			Isolation: "auto", UIDRange: skilluser.DefaultRange,
-			OVOS: OVOSRuntime{PassEnv: []string{"PATH", "LANG", "LC_ALL", "TZ"}, Env: map[string]string{}, LoadTimeout: 120},
+			OVOS: OVOSRuntime{PassEnv: []string{"PATH", "LANG", "LC_ALL", "TZ"}, Env: map[string]string{}, LoadTimeout: 120, Shared: []string{}},
 		},
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},

@@ -224,3 +224,84 @@ func skillSocket(t *testing.T, data, device, skill string) *websocket.Conn {
 	}
 	return ws
 }
+
+// The shared host: three trusted runtime ovos skills in one Python process,
+// each loaded through its own route (the agent takes a load only from the
+// skill's own connection) and answering with its own identity (the broker
+// refuses a context.skill_id naming another skill); deactivating one leaves
+// the others and the host running.
+func TestUpOVOSSharedHostE2E(t *testing.T) {
+	launcher := ovostest.Launcher(t)
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	skills := filepath.Join(work, "skills")
+	ids := []string{"one.ovos", "two.ovos", "three.ovos"}
+	for _, id := range ids {
+		ovostest.WriteSkill(t, skills, id)
+	}
+	conf := filepath.Join(work, "chorus.json")
+	if err := os.WriteFile(conf, []byte(`{"skills": {"ovos": {"launcher": "`+launcher+`", "shared": ["*"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startChorus(t, work, "up", "--config", conf, "--data-dir", data, "--device", "pi-shared", "--skills", skills,
+		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "127.0.0.1:0")
+	up := waitUp(t, p, data)
+	obs := brokertest.MustConnect(t, mqttAddr(t, up.MQTTURL), up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "obs"})
+	obs.Sub(t, "chorus/v1/pi-shared/skills")
+	waitSkills(t, obs, "pi-shared", func(s map[string]string) bool {
+		return s["one.ovos"] == "loaded" && s["two.ovos"] == "loaded" && s["three.ovos"] == "loaded"
+	})
+	if hosts, singles := launcherProcs(t, launcher); hosts != 1 || singles != 0 {
+		t.Fatalf("%d shared hosts and %d single launchers, want 1 and 0", hosts, singles)
+	}
+	speaks := brokertest.MustConnect(t, mqttAddr(t, up.MQTTURL), up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "speaks"})
+	speaks.Sub(t, "chorus/v1/pi-shared/bus/speak")
+	for _, id := range ids {
+		ask(t, data, id+":HelloWorldIntent.intent")
+	}
+	who := map[string]bool{}
+	for len(who) < len(ids) {
+		m := speaks.Expect(t, "chorus/v1/pi-shared/bus/speak", 20*time.Second)
+		msg, err := envelope.Decode(m.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := msg.Context["skill_id"].(string)
+		who[id] = true
+	}
+	for _, id := range ids {
+		if !who[id] {
+			t.Errorf("no answer from %s (got %v)", id, who)
+		}
+	}
+
+	send(t, data, "skillmanager.deactivate", `{"skill":"two.ovos"}`)
+	waitSkills(t, obs, "pi-shared", func(s map[string]string) bool {
+		return s["two.ovos"] == "inactive" && s["one.ovos"] == "loaded" && s["three.ovos"] == "loaded"
+	})
+	if hosts, _ := launcherProcs(t, launcher); hosts != 1 {
+		t.Fatalf("%d shared hosts after deactivating one skill, want 1", hosts)
+	}
+	if err := p.stop(t, 20*time.Second); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+}
+
+// launcherProcs counts the running processes of the launcher at path: in
+// shared-host mode and single.
+func launcherProcs(t *testing.T, path string) (hosts, singles int) {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), path) {
+			continue
+		}
+		if strings.Contains(string(b), "--host") {
+			hosts++
+		} else {
+			singles++
+		}
+	}
+	return hosts, singles
+}

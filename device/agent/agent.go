@@ -239,7 +239,7 @@ func (a *Agent) startManager() error {
 	urls := a.cfg.Connectivity.CheckURLs
 	var err error
 	a.manager, err = skillmanager.New(skillmanager.Config{
-		Bus: a.bus, Launcher: skillmanager.Launch(a.launcher.Start),
+		Bus: a.bus, Launcher: a.skillLauncher(),
 		Discovery: discovery.Config{
 			Bundled: a.cfg.Bundled, Installed: a.installedRoot(), User: a.cfg.UserSkills,
 		},

@@ -121,6 +121,24 @@ func (a *Agent) ovosRuntime() process.OVOS {
 	}
 }
 
+// skillLauncher starts each skill as its own process, except the runtime
+// ovos skills listed in skills.ovos.shared, which share one host process
+// (process.SharedHost).
+func (a *Agent) skillLauncher() skillmanager.Launcher {
+	own := skillmanager.Launch(a.launcher.Start)
+	host := process.NewSharedHost(a.launcher)
+	return skillmanager.LauncherFunc(func(s discovery.Skill) (skillmanager.Process, error) {
+		if s.Runtime != discovery.RuntimeOVOS || !a.cfg.Skills.OVOS.SharedOVOS(s.ID) {
+			return own.Start(s)
+		}
+		hs, err := host.Start(s)
+		if err != nil {
+			return nil, err
+		}
+		return hs, nil
+	})
+}
+
 // prepareOVOS is the installer's Prepare: a runtime ovos skill's wheels
 // are installed offline into its site directory with the OVOS venv's
 // python (skills.ovos.python, default the python3 next to the launcher).

@@ -66,12 +66,22 @@ func (l *Launcher) ovosCommand(s discovery.Skill, id *Identity) (*exec.Cmd, erro
 	if err != nil {
 		return nil, err
 	}
-	env, err := l.ovosFiles(s, id, home, url)
+	env, err := l.ovosEnv(s, id, home)
 	if err != nil {
 		return nil, err
 	}
+	if err := l.ovosConfig(s.ID, id, home, url); err != nil {
+		return nil, err
+	}
+	return l.launcherCmd(home, env, id, s.ID)
+}
+
+// launcherCmd is the launcher with args, in home, through the trampoline
+// when the launcher must run under another uid or without capabilities.
+func (l *Launcher) launcherCmd(home string, env []string, id *Identity, args ...string) (*exec.Cmd, error) {
+	o := l.cfg.OVOS
 	cmd := &exec.Cmd{
-		Path: o.Launcher, Args: []string{o.Launcher, s.ID}, Dir: home, Env: env,
+		Path: o.Launcher, Args: append([]string{o.Launcher}, args...), Dir: home, Env: env,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	if id == nil && !l.cfg.DropCaps {
@@ -81,7 +91,7 @@ func (l *Launcher) ovosCommand(s discovery.Skill, id *Identity) (*exec.Cmd, erro
 		return nil, errors.New("no trampoline to drop privileges with (the agent's executable is unknown)")
 	}
 	cmd.Path = l.cfg.Trampoline[0]
-	cmd.Args = append(append([]string(nil), l.cfg.Trampoline...), append(trampolineArgs(id, os.Getpid(), o.Launcher), s.ID)...)
+	cmd.Args = append(append([]string(nil), l.cfg.Trampoline...), append(trampolineArgs(id, os.Getpid(), o.Launcher), args...)...)
 	return cmd, nil
 }
 
@@ -110,20 +120,12 @@ var ovosXDG = [][2]string{
 	{"XDG_CACHE_HOME", ".cache"}, {"XDG_STATE_HOME", ".local/state"},
 }
 
-// ovosFiles writes the generated config into home and returns the
-// environment. The files belong to the skill's uid when it has one.
-//   - $XDG_CONFIG_HOME/mycroft/mycroft.conf: the websocket section with
-//     the skill's own route (ovos-config reads it as the user config over
-//     the system's; ovos-bus-client builds its URL from it), mode 0600;
-//   - $XDG_CONFIG_HOME/mycroft/skills/<id>: a link to the skill's settings
-//     directory, so the settings.json OVOS keeps there (ovos-workshop
-//     settings: <xdg config>/mycroft/skills/<id>/settings.json) is the file
-//     the agent's settings watcher and the fleet's settings push use.
-func (l *Launcher) ovosFiles(s discovery.Skill, id *Identity, home, url string) ([]string, error) {
-	uid, gid := -1, -1
-	if id != nil {
-		uid, gid = int(id.UID), int(id.GID)
-	}
+// ovosEnv creates the XDG base directories under home and returns the
+// launcher's environment: HOME, the XDG directories, the pass-through
+// variables, skills.ovos.env and PYTHONPATH with s's site directory. The
+// directories belong to the skill's uid when it has one.
+func (l *Launcher) ovosEnv(s discovery.Skill, id *Identity, home string) ([]string, error) {
+	uid, gid := ownerOf(id)
 	env := []string{"HOME=" + home}
 	for _, x := range ovosXDG {
 		dir := filepath.Join(home, x[1])
@@ -131,16 +133,6 @@ func (l *Launcher) ovosFiles(s discovery.Skill, id *Identity, home, url string) 
 			return nil, fmt.Errorf("runtime ovos: %s: %w", x[0], err)
 		}
 		env = append(env, x[0]+"="+dir)
-	}
-	confDir := filepath.Join(home, ".config", "mycroft")
-	if err := mkdirOwned(home, confDir, uid, gid); err != nil {
-		return nil, fmt.Errorf("runtime ovos: %w", err)
-	}
-	if err := ovosconf.Write(filepath.Join(confDir, "mycroft.conf"), url, uid, gid); err != nil {
-		return nil, fmt.Errorf("runtime ovos: mycroft.conf: %w", err)
-	}
-	if err := l.linkSettings(s.ID, confDir, uid, gid); err != nil {
-		return nil, fmt.Errorf("runtime ovos: settings: %w", err)
 	}
 	passed := l.cfg.OVOS.PassEnv
 	if passed == nil {
@@ -163,6 +155,37 @@ func (l *Launcher) ovosFiles(s discovery.Skill, id *Identity, home, url string) 
 		env = append(env, "PATH="+defaultPath)
 	}
 	return append(env, "PYTHONPATH="+pythonPath), nil
+}
+
+// ovosConfig writes the generated config into home:
+//   - $XDG_CONFIG_HOME/mycroft/mycroft.conf: the websocket section with
+//     the skill's own route (ovos-config reads it as the user config over
+//     the system's; ovos-bus-client builds its URL from it), mode 0600;
+//   - $XDG_CONFIG_HOME/mycroft/skills/<id>: a link to the skill's settings
+//     directory, so the settings.json OVOS keeps there (ovos-workshop
+//     settings: <xdg config>/mycroft/skills/<id>/settings.json) is the file
+//     the agent's settings watcher and the fleet's settings push use.
+func (l *Launcher) ovosConfig(skill string, id *Identity, home, url string) error {
+	uid, gid := ownerOf(id)
+	confDir := filepath.Join(home, ".config", "mycroft")
+	if err := mkdirOwned(home, confDir, uid, gid); err != nil {
+		return fmt.Errorf("runtime ovos: %w", err)
+	}
+	if err := ovosconf.Write(filepath.Join(confDir, "mycroft.conf"), url, uid, gid); err != nil {
+		return fmt.Errorf("runtime ovos: mycroft.conf: %w", err)
+	}
+	if err := l.linkSettings(skill, confDir, uid, gid); err != nil {
+		return fmt.Errorf("runtime ovos: settings: %w", err)
+	}
+	return nil
+}
+
+// ownerOf is the uid:gid files of id belong to; -1 keeps the agent's.
+func ownerOf(id *Identity) (uid, gid int) {
+	if id == nil {
+		return -1, -1
+	}
+	return int(id.UID), int(id.GID)
 }
 
 // linkSettings points <confDir>/skills/<skill> at the skill's settings
