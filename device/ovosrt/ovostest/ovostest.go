@@ -10,8 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
+
+	"github.com/chorus-edge/chorus/device/agentbench"
 )
 
 // Python is Debian's interpreter, which python3-websocket installs for.
@@ -73,59 +74,17 @@ func Launcher(t testing.TB) string {
 	return path
 }
 
-// Module is the Python module of the test skill: an OVOS-style skill class
-// built with the bus and its id (as PluginSkillLoader does), which
-// registers a padatious intent and answers it with speak. With
-// HELLO_SKILL_FAIL in its environment its constructor raises.
-const Module = "hello_skill"
-
-const moduleSource = `import os
-
-
-class HelloWorldSkill:
-    name = "Hello World"
-
-    def __init__(self, bus, skill_id):
-        if os.environ.get("HELLO_SKILL_FAIL"):
-            raise RuntimeError("HELLO_SKILL_FAIL is set")
-        self.bus, self.skill_id = bus, skill_id
-        self.intent = skill_id + ":HelloWorldIntent.intent"
-        bus.emit("padatious:register_intent",
-                 {"name": self.intent, "lang": "en-US", "samples": ["hello world"]},
-                 {"skill_id": skill_id})
-        bus.on(self.intent, self.handle_hello)
-
-    def handle_hello(self, message):
-        self.bus.emit("speak", {"utterance": "Hello world", "lang": "en-US"}, {"skill_id": self.skill_id})
-
-    def shutdown(self):
-        self.bus.remove_all(self.intent)
-`
+// Module is the test skill's Python module (agentbench.OVOSModule).
+const Module = agentbench.OVOSModule
 
 // Dist is the test skill's distribution name.
-func Dist(skillID string) string {
-	return "hello-" + strings.NewReplacer(".", "-", "_", "-").Replace(skillID)
-}
+func Dist(skillID string) string { return agentbench.OVOSDist(skillID) }
 
-// WriteSite installs the test skill for skillID into site the way pip
-// leaves a wheel: the module and a dist-info directory whose
-// entry_points.txt names skillID in the opm.skills group.
+// WriteSite installs the test skill for skillID into site as pip would.
 func WriteSite(t testing.TB, site, skillID string) {
 	t.Helper()
-	dist := strings.ReplaceAll(Dist(skillID), "-", "_")
-	info := filepath.Join(site, dist+"-1.0.0.dist-info")
-	files := map[string]string{
-		filepath.Join(site, Module, "__init__.py"): moduleSource,
-		filepath.Join(info, "METADATA"):            "Metadata-Version: 2.1\nName: " + Dist(skillID) + "\nVersion: 1.0.0\n",
-		filepath.Join(info, "entry_points.txt"):    "[opm.skills]\n" + skillID + " = " + Module + ":HelloWorldSkill\n",
-	}
-	for path, body := range files {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := agentbench.WriteOVOSSite(site, skillID); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -134,15 +93,10 @@ func WriteSite(t testing.TB, site, skillID string) {
 // directory.
 func WriteSkill(t testing.TB, root, skillID string) string {
 	t.Helper()
-	dir := filepath.Join(root, skillID)
-	doc := "---\nname: " + skillID + "\ndescription: The hello-world OVOS skill, run by ovos-skill-launcher.\nruntime: ovos\npython_package: " + Dist(skillID) + "\n---\n"
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := agentbench.WriteOVOSSkill(root, skillID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	WriteSite(t, filepath.Join(dir, "site"), skillID)
 	return dir
 }
 
@@ -161,7 +115,7 @@ setup(
 `, Dist(skillID), Module, skillID, Module)
 	files := map[string]string{
 		filepath.Join(dir, "setup.py"):            setup,
-		filepath.Join(dir, Module, "__init__.py"): moduleSource,
+		filepath.Join(dir, Module, "__init__.py"): agentbench.OVOSSource(),
 	}
 	for path, body := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
