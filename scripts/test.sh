@@ -60,6 +60,7 @@ fuzz ./gateway/topic FuzzParse
 fuzz ./gateway/desired FuzzParse
 fuzz ./gateway/artifact FuzzUnpack
 fuzz ./device/discovery FuzzParseFrontmatter
+fuzz ./device/ovosrt FuzzEntryPoints
 fuzz ./configs FuzzParse
 fuzz ./broker FuzzJSONDepth
 fuzz ./fleet/catalog FuzzSearchResolve
