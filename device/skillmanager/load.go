@@ -106,6 +106,9 @@ func (m *Manager) finish(a *attempt, proc Process, err error) error {
 			m.emit(TypeSkillsLoaded, map[string]any{"path": a.skill.Dir, "id": id, "name": skillName(a.skill.Name, id)})
 		}
 		m.emit(TypeSkillLoaded, map[string]any{"skill_id": id})
+		if a.deferred { // no pass will ask for it (seeds/000: train after a load)
+			m.requestTraining()
+		}
 		return nil
 	}
 	if proc != nil {

@@ -70,6 +70,9 @@ func TestOVOSLoadedOnLauncherReport(t *testing.T) {
 	launcherSays(m, "hello.ovos", TypeSkillsLoaded, "hello.ovos")
 	e.waitState("hello.ovos", StateLoaded)
 	e.rec.expect(t, mark, TypeSkillLoaded, skillIs("hello.ovos"))
+	// Loaded after the startup pass (which loaded nothing), its load asks
+	// for training itself.
+	e.rec.expect(t, mark, TypeTrain, nil)
 	if n := e.rec.count(mark, TypeSkillsLoaded, nil); n != 0 {
 		t.Errorf("the manager sent %d mycroft.skills.loaded for a launcher's skill", n)
 	}

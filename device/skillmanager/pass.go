@@ -40,6 +40,9 @@ func (m *Manager) runPass(ctx context.Context, why string, only map[string]bool)
 
 	var loads []*load
 	seen := map[string]bool{}
+	// Before ready, a launcher waits for mycroft.ready, which comes after
+	// this pass: such a load finishes on its own (ovos.go).
+	ready := m.Status().ready()
 	for _, s := range cat.Loadable() {
 		if only != nil && !only[s.ID] {
 			continue
@@ -57,6 +60,7 @@ func (m *Manager) runPass(ctx context.Context, why string, only map[string]bool)
 			res.skipped[s.ID] = reason
 			continue
 		}
+		a.deferred = a.ovos != nil && !ready
 		loads = append(loads, m.begin(a))
 	}
 	for id := range only {
@@ -65,11 +69,8 @@ func (m *Manager) runPass(ctx context.Context, why string, only map[string]bool)
 		}
 	}
 	m.changed()
-	ready := m.Status().ready()
 	for _, l := range loads {
-		if l.a.ovos != nil && !ready {
-			// Its launcher loads on mycroft.ready, which comes after
-			// this pass: the load finishes on its own (ovos.go).
+		if l.a.deferred {
 			continue
 		}
 		if err := <-l.done; err != nil {

@@ -68,6 +68,9 @@ type attempt struct {
 	ready  chan struct{} // closed when the skill reports chorus.skill.ready (runtime ovos: its launcher's mycroft.skills.loaded)
 	once   sync.Once
 	ovos   *ovosLoad // runtime ovos skills only (ovos.go)
+	// deferred: no pass waits for this load (a launcher started before
+	// ready); it requests training itself once loaded. Set before begin.
+	deferred bool
 
 	// Set under Manager.mu by events that land while the load runs; the
 	// load honours them on the way out.
