@@ -11,14 +11,9 @@ import (
 
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/ovosconf"
+	"github.com/chorus-edge/chorus/device/ovosrt"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
-
-// OVOSSiteDir is where a runtime ovos skill's Python packages live inside
-// its skill directory: the installer's pip target (pip --target), put on
-// the launcher's PYTHONPATH, so the launcher's plugin discovery (the
-// opm.skills entry points) finds the skill.
-const OVOSSiteDir = "site"
 
 // DefaultOVOSPassEnv are the variables a launcher inherits from the agent
 // when skills.ovos.pass_env is not set: what Python needs to find programs
@@ -143,7 +138,7 @@ func (l *Launcher) ovosEnv(s discovery.Skill, id *Identity, home string) ([]stri
 			env = append(env, k+"="+v)
 		}
 	}
-	pythonPath := filepath.Join(s.Dir, OVOSSiteDir)
+	pythonPath := filepath.Join(s.Dir, ovosrt.SiteDir) // the installer's pip target (ovosrt.Install)
 	for _, kv := range l.cfg.OVOS.Env {
 		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok {
 			pythonPath += ":" + v

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/ovosconf"
+	"github.com/chorus-edge/chorus/device/ovosrt"
 )
 
 // SharedHostID names the shared host's own account and home (under uid
@@ -84,13 +85,17 @@ func (h *SharedHost) Start(s discovery.Skill) (*HostedSkill, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start skill %s: shared host: %w", s.ID, err)
 	}
+	site := filepath.Join(s.Dir, ovosrt.SiteDir)
+	if strings.ContainsAny(conf+site, " \t\n") {
+		return nil, fmt.Errorf("start skill %s: shared host: paths with blanks cannot cross its line protocol (%q, %q); use a data dir and skill root without blanks, or run the skill on its own", s.ID, conf, site)
+	}
 	hs := &HostedSkill{id: s.ID, host: h, run: run, done: make(chan struct{})}
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	if old := run.skills[s.ID]; old != nil {
 		return nil, fmt.Errorf("start skill %s: already in the shared host", s.ID)
 	}
-	if _, err := fmt.Fprintf(run.ctl, "load %s %s %s\n", s.ID, conf, filepath.Join(s.Dir, OVOSSiteDir)); err != nil {
+	if _, err := fmt.Fprintf(run.ctl, "load %s %s %s\n", s.ID, conf, site); err != nil {
 		return nil, fmt.Errorf("start skill %s: shared host: %w", s.ID, err)
 	}
 	run.skills[s.ID] = hs
