@@ -27,6 +27,9 @@ type Config struct {
 	Connectivity  Connectivity  `json:"connectivity"`
 	HomeAssistant HomeAssistant `json:"homeassistant"`
 	Bridge        Bridge        `json:"bridge"`
+	// ReadySettings is OVOS's ready_settings: what the agent waits for
+	// before it emits mycroft.ready (device/skillmanager ready.go).
+	ReadySettings []string `json:"ready_settings"`
 }
 
 // HomeAssistant configures the controller's Home Assistant discovery (gateway only).
@@ -143,6 +146,41 @@ type Skills struct {
 	// UIDRange is the reserved range the skills' uids come from,
 	// "FIRST-LAST" (device/skilluser.DefaultRange).
 	UIDRange string `json:"uid_range"`
+	// OVOS runs the skills whose SKILL.md says runtime: ovos (docs/ovos.md).
+	OVOS OVOSRuntime `json:"ovos"`
+}
+
+// OVOSRuntime configures how the agent runs stock OVOS skills.
+type OVOSRuntime struct {
+	// Launcher is ovos-skill-launcher in the satellite's OVOS venv, e.g.
+	// /opt/ovos/venv/bin/ovos-skill-launcher; "" = runtime ovos skills fail
+	// to start with an error naming this key.
+	Launcher string `json:"launcher"`
+	// Python runs pip for the skills' wheels (the venv's bin/python3);
+	// "" = the python3 next to Launcher.
+	Python string `json:"python"`
+	// PassEnv names the variables a launcher inherits from the agent.
+	PassEnv []string `json:"pass_env"`
+	// Env is added to every launcher's environment (a PYTHONPATH here comes
+	// after the skill's own packages).
+	Env map[string]string `json:"env"`
+	// LoadTimeout bounds a load, from the launcher's start to its
+	// mycroft.skills.loaded.
+	LoadTimeout Seconds `json:"load_timeout"`
+	// Shared lists the trusted skills run together in one Python process
+	// (the shared host), each with its own bus connection and identity;
+	// "*" = every runtime ovos skill. Empty: one process per skill.
+	Shared []string `json:"shared"`
+}
+
+// SharedOVOS reports whether skill runs in the shared host.
+func (o OVOSRuntime) SharedOVOS(skill string) bool {
+	for _, s := range o.Shared {
+		if s == "*" || s == skill {
+			return true
+		}
+	}
+	return false
 }
 
 // Installer gates install requests arriving on the bus (SKILL_MANAGER.md §10).
@@ -179,10 +217,12 @@ func Default() Config {
 			BlacklistedSkills: []string{}, Capabilities: []string{},
 			ReadyTimeout: 10, StopGrace: 5, ScanInterval: 30, TrainTimeout: 60, Credentials: "signed",
 			Isolation: "auto", UIDRange: skilluser.DefaultRange,
+			OVOS: OVOSRuntime{PassEnv: []string{"PATH", "LANG", "LC_ALL", "TZ"}, Env: map[string]string{}, LoadTimeout: 120, Shared: []string{}},
 		},
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},
 		Bridge:        Bridge{Twins: "off", TwinsByDevice: map[string]string{}, Grace: 30, Hold: 64, Rate: 10, Burst: 20},
+		ReadySettings: []string{"skills"},
 	}
 }
 

@@ -57,6 +57,12 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"isolation", `{"skills": {"isolation": "chroot"}}`, "skills.isolation"},
 		{"uid range", `{"skills": {"uid_range": "0-999"}}`, "skills.uid_range"},
 		{"frames over OVOS's", `{"websocket": {"max_msg_size": 26}}`, "websocket.max_msg_size: 26 is outside 1..25"},
+		{"relative launcher", `{"skills": {"ovos": {"launcher": "bin/ovos-skill-launcher"}}}`, "skills.ovos.launcher"},
+		{"relative python", `{"skills": {"ovos": {"python": "python3"}}}`, "skills.ovos.python"},
+		{"agent's own variable", `{"skills": {"ovos": {"pass_env": ["CHORUS_PASSWORD"]}}}`, "skills.ovos.pass_env"},
+		{"runtime's own variable", `{"skills": {"ovos": {"env": {"XDG_CONFIG_HOME": "/tmp"}}}}`, "skills.ovos.env"},
+		{"load timeout", `{"skills": {"ovos": {"load_timeout": 0}}}`, "skills.ovos.load_timeout"},
+		{"unverifiable ready setting", `{"ready_settings": ["skills", "audio"]}`, "ready_settings"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,6 +48,11 @@ func (c Config) Validate() error {
 		{"skills.credentials", oneOf(c.Skills.Credentials, "signed", "derived")},
 		{"skills.isolation", oneOf(c.Skills.Isolation, "auto", "uid", "none")},
 		{"skills.uid_range", uidRange(c.Skills.UIDRange)},
+		{"skills.ovos.launcher", absPathOrEmpty(c.Skills.OVOS.Launcher)},
+		{"skills.ovos.python", absPathOrEmpty(c.Skills.OVOS.Python)},
+		{"skills.ovos.pass_env", envNames(c.Skills.OVOS.PassEnv)},
+		{"skills.ovos.env", envMap(c.Skills.OVOS.Env)},
+		{"skills.ovos.load_timeout", positive(c.Skills.OVOS.LoadTimeout)},
 		{"connectivity.phal_timeout", notNegative(c.Connectivity.PHALTimeout)},
 		{"connectivity.check_interval", positive(c.Connectivity.CheckInterval)},
 		{"connectivity.check_urls", httpURLs(c.Connectivity.CheckURLs)},
@@ -58,6 +63,7 @@ func (c Config) Validate() error {
 		{"bridge.hold", between(int64(c.Bridge.Hold), 0, 100000)},
 		{"bridge.rate", positive(Seconds(c.Bridge.Rate))},
 		{"bridge.burst", between(int64(c.Bridge.Burst), 1, 100000)},
+		{"ready_settings", CheckReadySettings(c.ReadySettings)},
 	}
 	for _, ch := range checks {
 		if ch.err != nil {

@@ -151,7 +151,7 @@ func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agen
 		WSListen: ws, WSRoute: cfg.Websocket.Route, WSMaxSize: cfg.Websocket.MaxMsgSize * 1000 * 1000,
 		WSMaxPacket: int(cfg.Broker.MaxPacketSize), WSServicesUsers: cfg.Websocket.ServicesUsers,
 		WSServicesConfig: servicesConfig, Trampoline: []string{bin, process.TrampolineCommand},
-		Skills: skills, Connectivity: cfg.Connectivity,
+		Skills: skills, Connectivity: cfg.Connectivity, ReadySettings: cfg.ReadySettings,
 		Version: ver, Bin: bin, Logger: a.log.With("role", "agent"),
 	}, nil
 }

@@ -51,6 +51,7 @@ func (a *app) newBenchAgentCmd() *cobra.Command {
 		idle         time.Duration
 		jsonOut      bool
 		bin          string
+		ovos         ovosBenchFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -60,6 +61,9 @@ func (a *app) newBenchAgentCmd() *cobra.Command {
 			a.benchLogger(cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 			defer cancel()
+			if ovos.skills > 0 {
+				return a.runOVOSBench(ctx, ovos, idle, bin, jsonOut)
+			}
 			rep, err := a.benchAgent(ctx, skills, dirs, idle, bin)
 			if err != nil {
 				return err
@@ -80,6 +84,7 @@ func (a *app) newBenchAgentCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&idle, "idle", 3*time.Second, "wait after ready before reading the idle RSS")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&bin, "bin", "", "the chorus binary to run as the agent (default: this one)")
+	ovos.register(cmd)
 	return cmd
 }
 

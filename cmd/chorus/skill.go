@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/device/ovosrt"
 	"github.com/chorus-edge/chorus/device/skillkit"
 	"github.com/chorus-edge/chorus/device/skillkit/examples"
 	"github.com/chorus-edge/chorus/gateway/artifact"
@@ -52,20 +53,40 @@ func (a *app) newSkillExampleCmd() *cobra.Command {
 
 // newSkillPackCmd makes the archive `chorus fleet skill publish` sends.
 func (a *app) newSkillPackCmd() *cobra.Command {
-	var out string
+	var out, python, wheelhouse string
 	cmd := &cobra.Command{
 		Use:   "pack DIR",
 		Short: "Pack a skill directory into a reproducible archive for `chorus fleet skill publish`",
 		Long: "Pack a skill directory into <id>-<version>.tar.gz (or -o FILE), id and version from its SKILL.md,\n" +
 			"and print the archive's sha256 and size. The same files give the same bytes, whatever their\n" +
 			"mtimes or owners. The archive is checked with the agent's discovery rules first: it must hold\n" +
-			"one valid skill, or nothing is written.",
+			"one valid skill, or nothing is written.\n\n" +
+			"DIR may also be a stock OVOS skill's source tree (setup.py or pyproject.toml with an opm.skills\n" +
+			"entry point): its wheel is built offline (pip wheel --no-index) and packed with a SKILL.md saying\n" +
+			"runtime: ovos; the agent installs it into the skill's own directory (docs/ovos.md).",
 		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return a.packSkill(args[0], out)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if ovosrt.IsSource(dir) {
+				work, err := os.MkdirTemp("", "chorus-ovos-pack-*")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(work)
+				b, err := ovosrt.Build(cmd.Context(), python, dir, wheelhouse, work)
+				if err != nil {
+					return fmt.Errorf("pack %s: %w", dir, err)
+				}
+				dir = b.Dir
+			} else if wheelhouse != "" {
+				return fmt.Errorf("pack %s: --wheelhouse is for OVOS skill source trees (setup.py or pyproject.toml)", dir)
+			}
+			return a.packSkill(dir, out)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "archive path (default: <id>-<version>.tar.gz)")
+	cmd.Flags().StringVar(&python, "python", "python3", "the Python whose pip builds an OVOS skill's wheel (with setuptools and wheel installed)")
+	cmd.Flags().StringVar(&wheelhouse, "wheelhouse", "", "a directory of extra dependency wheels to ship with an OVOS skill")
 	return cmd
 }
 

@@ -63,6 +63,8 @@ type Config struct {
 
 	Skills       configs.Skills
 	Connectivity configs.Connectivity
+	// ReadySettings is ready_settings (mycroft.ready); nil = ["skills"].
+	ReadySettings []string
 	// Blacklist re-reads skills.blacklisted_skills; nil uses Skills.BlacklistedSkills.
 	Blacklist func() []string
 
@@ -223,6 +225,7 @@ func (a *Agent) startManager() error {
 		Identity: a.iso.identity(), DropCaps: a.iso.dropCaps, Trampoline: a.cfg.Trampoline,
 		Records:  filepath.Join(a.cfg.DataDir, "running-skills.json"),
 		SkillEnv: a.skillEnv,
+		OVOS:     a.ovosRuntime(),
 	})
 	if n, err := a.launcher.ReapOrphans(); err != nil {
 		a.log.Warn("reap skills a previous run left", "error", err)
@@ -236,7 +239,7 @@ func (a *Agent) startManager() error {
 	urls := a.cfg.Connectivity.CheckURLs
 	var err error
 	a.manager, err = skillmanager.New(skillmanager.Config{
-		Bus: a.bus, Launcher: skillmanager.Launch(a.launcher.Start),
+		Bus: a.bus, Launcher: a.skillLauncher(),
 		Discovery: discovery.Config{
 			Bundled: a.cfg.Bundled, Installed: a.installedRoot(), User: a.cfg.UserSkills,
 		},
@@ -247,6 +250,8 @@ func (a *Agent) startManager() error {
 			return connectivity.CheckInternet(ctx, urls, http.DefaultClient)
 		},
 		WaitForIntentService: a.cfg.Skills.WaitForIntentService,
+		ReadySettings:        a.cfg.ReadySettings,
+		OVOSLoadTimeout:      a.cfg.Skills.OVOS.LoadTimeout.Duration(),
 		InactiveFile:         filepath.Join(a.cfg.DataDir, "inactive.json"),
 		OnChange:             a.reporter.update,
 		Logger:               a.log,

@@ -37,7 +37,7 @@ func (a *Agent) startInstaller(ctx context.Context) error {
 	inst, err := installer.New(installer.Config{
 		Device: a.cfg.Device, ServerURL: a.cfg.ServerURL, Username: a.cfg.Username, Password: a.cfg.Password,
 		InstalledRoot: a.installedRoot(), SettingsRoot: a.cfg.Skills.SettingsRoot, Bus: a.bus,
-		OnApplied: a.recordApplied, Logger: a.log.With("component", "installer"),
+		OnApplied: a.recordApplied, Prepare: a.prepareOVOS, Logger: a.log.With("component", "installer"),
 	})
 	if err != nil {
 		return err

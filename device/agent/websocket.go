@@ -9,11 +9,15 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/ovosconf"
+	"github.com/chorus-edge/chorus/device/ovosrt"
 	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/device/skillmanager"
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/wsbus"
 )
@@ -39,6 +43,7 @@ func (a *Agent) startWebsocket(ctx context.Context) error {
 	a.ws, err = wsbus.Start(ctx, wsbus.Config{
 		Transport: a.mqtt, Device: a.cfg.Device, Listen: a.cfg.WSListen, Route: a.cfg.WSRoute,
 		Secret: secret, ServicesUIDs: uids, DialSkill: a.dialSkill, OnServicesFrame: a.phal.Observe,
+		OnSkillFrame: a.manager.ObserveSkillMessage, HideFromSkills: hiddenFromSkills,
 		MaxFrame: a.cfg.WSMaxSize, MaxPacket: a.cfg.WSMaxPacket, Logger: a.log,
 	})
 	if err != nil {
@@ -84,6 +89,72 @@ func (a *Agent) dialSkill(ctx context.Context, skill string) (wsbus.SkillTranspo
 		Username: username, Password: password, CleanStart: true,
 		Logger: a.log.With("component", "wsbus", "skill_id", skill),
 	})
+}
+
+// hiddenFromSkills are the management types the agent alone handles: an
+// OVOS launcher would act on them too (ovos-workshop skill_launcher.py
+// SkillContainer._connect_to_core subscribes do_load/do_unload), and the
+// agent already stops and starts it (docs/ovos.md).
+var hiddenFromSkills = []string{skillmanager.TypeActivate, skillmanager.TypeDeactivate, skillmanager.TypeKeep}
+
+// ovosRuntime is the launcher's OVOS runtime (skills.ovos): the skills'
+// private homes under the data dir, their drop-in routes.
+func (a *Agent) ovosRuntime() process.OVOS {
+	o := a.cfg.Skills.OVOS
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys))
+	for _, k := range keys {
+		env = append(env, k+"="+o.Env[k])
+	}
+	return process.OVOS{
+		Launcher: o.Launcher, Root: filepath.Join(a.cfg.DataDir, "ovos-homes"), PassEnv: o.PassEnv, Env: env,
+		SkillURL: func(skill string) string {
+			if a.ws == nil {
+				return ""
+			}
+			return a.ws.SkillURL(skill)
+		},
+	}
+}
+
+// skillLauncher starts each skill as its own process, except the runtime
+// ovos skills listed in skills.ovos.shared, which share one host process
+// (process.SharedHost).
+func (a *Agent) skillLauncher() skillmanager.Launcher {
+	own := skillmanager.Launch(a.launcher.Start)
+	host := process.NewSharedHost(a.launcher)
+	return skillmanager.LauncherFunc(func(s discovery.Skill) (skillmanager.Process, error) {
+		if s.Runtime != discovery.RuntimeOVOS || !a.cfg.Skills.OVOS.SharedOVOS(s.ID) {
+			return own.Start(s)
+		}
+		hs, err := host.Start(s)
+		if err != nil {
+			return nil, err
+		}
+		return hs, nil
+	})
+}
+
+// prepareOVOS is the installer's Prepare: a runtime ovos skill's wheels
+// are installed offline into its site directory with the OVOS venv's
+// python (skills.ovos.python, default the python3 next to the launcher).
+func (a *Agent) prepareOVOS(ctx context.Context, s discovery.Skill) error {
+	if s.Runtime != discovery.RuntimeOVOS {
+		return nil
+	}
+	return ovosrt.Install(ctx, a.ovosPython(), s.Dir)
+}
+
+func (a *Agent) ovosPython() string {
+	o := a.cfg.Skills.OVOS
+	if o.Python != "" || o.Launcher == "" {
+		return o.Python
+	}
+	return filepath.Join(filepath.Dir(o.Launcher), "python3")
 }
 
 // skillEnv gives each skill its own drop-in route (CHORUS_WS_URL).

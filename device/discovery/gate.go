@@ -184,6 +184,9 @@ func (s Skill) VerifyExec() error {
 	if !s.Valid {
 		return fmt.Errorf("verify exec of skill %s: skill is invalid: %s", s.ID, s.Invalid)
 	}
+	if s.Runtime == RuntimeOVOS {
+		return nil // no exec: the agent runs its configured launcher
+	}
 	g := gateExec(s.Dir, s.ExecRel)
 	if g.reason != "" {
 		return fmt.Errorf("verify exec of skill %s: %s", s.ID, g.reason)

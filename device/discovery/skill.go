@@ -24,6 +24,17 @@ const (
 	ReadyOnStart Ready = "on-start" // ready once the process has started
 )
 
+// Runtime is how a skill is run. SKILL.md `runtime:`; docs/ovos.md.
+type Runtime string
+
+const (
+	RuntimeExec Runtime = "exec" // the skill's own exec target (the default, also written "")
+	// RuntimeOVOS is a stock OVOS skill, a Python package with an
+	// opm.skills entry point named as the skill's id, run by the
+	// satellite's ovos-skill-launcher (skills.ovos.launcher).
+	RuntimeOVOS Runtime = "ovos"
+)
+
 // The requirements the manager knows how to check; any other word is a
 // capability met only when listed in config skills.capabilities.
 const (
@@ -58,6 +69,10 @@ type Skill struct {
 	Requirements []string // lowercase, deduplicated, in declared order
 	Ready        Ready
 	Origin       string // display metadata only
+	Runtime      Runtime
+	// PythonPackage is the OVOS skill's Python distribution
+	// (python_package), "" when not declared; runtime ovos only.
+	PythonPackage string
 
 	Valid   bool   // loadable: parsed, valid id, gate passed, no collision
 	Invalid string // why not, when !Valid: "no exec", "invalid id ...", ...
@@ -110,6 +125,8 @@ func (s *Skill) applyFrontmatter(fm Frontmatter, body string) error {
 	s.Ready = Ready(strings.ToLower(orDefault(text("ready"), string(ReadyMessage))))
 	s.Origin = orDefault(text("origin"), defaultOrigin)
 	s.Requirements = parseRequirements(fm["requirements"])
+	s.Runtime = Runtime(strings.ToLower(text("runtime")))
+	s.PythonPackage = text("python_package")
 	return err
 }
 
@@ -124,12 +141,35 @@ func (s *Skill) gate() {
 		*s = s.invalid(fmt.Sprintf("invalid ready %q (want message or on-start)", s.Ready))
 		return
 	}
+	switch s.Runtime {
+	case "", RuntimeExec:
+	case RuntimeOVOS:
+		s.gateOVOS()
+		return
+	default:
+		*s = s.invalid(fmt.Sprintf("invalid runtime %q (want exec or ovos)", s.Runtime))
+		return
+	}
 	g := gateExec(s.Dir, s.ExecRel)
 	if g.reason != "" {
 		*s = s.invalid(g.reason)
 		return
 	}
 	s.Exec, s.ExecSHA256, s.Valid = g.path, g.sha256, true
+}
+
+// gateOVOS checks a runtime ovos skill: the agent runs the launcher, so the
+// skill declares no exec, and its readiness is the launcher's own
+// mycroft.skills.loaded, so it declares no ready either.
+func (s *Skill) gateOVOS() {
+	switch {
+	case s.ExecRel != "":
+		*s = s.invalid("runtime ovos takes no exec (the agent runs skills.ovos.launcher); remove exec")
+	case s.Ready != ReadyMessage:
+		*s = s.invalid("runtime ovos takes no ready (the skill is loaded when its launcher says mycroft.skills.loaded); remove ready")
+	default:
+		s.Valid = true
+	}
 }
 
 func (s Skill) invalid(reason string) Skill {

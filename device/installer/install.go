@@ -38,9 +38,15 @@ func (in *Installer) install(ctx context.Context, st *state, id string, want des
 		os.Remove(part) // verified but unusable: a retry must not reuse it blindly
 		return err
 	}
-	if err := in.validate(tmp, id, want); err != nil {
+	skill, err := in.validate(tmp, id, want)
+	if err != nil {
 		os.Remove(part)
 		return err
+	}
+	if in.cfg.Prepare != nil {
+		if err := in.cfg.Prepare(ctx, skill); err != nil {
+			return fmt.Errorf("prepare %s: %w", id, err)
+		}
 	}
 	settings, sum, err := settingsFile(want.Settings)
 	if err != nil {
@@ -78,29 +84,29 @@ func unpackFile(path, dir string, lim artifact.Limits) error {
 
 // validate runs discovery over the staging root: the archive must hold
 // exactly one valid skill, whose id is the desired key (SKILL_MANAGER §1).
-func (in *Installer) validate(root, id string, want desired.Skill) error {
+func (in *Installer) validate(root, id string, want desired.Skill) (discovery.Skill, error) {
 	cat, err := discovery.Discover(discovery.Config{Installed: root})
 	if err != nil {
-		return fmt.Errorf("validate: %w", err)
+		return discovery.Skill{}, fmt.Errorf("validate: %w", err)
 	}
 	if p := cat.Problems(); len(p) > 0 {
-		return fmt.Errorf("validate: invalid skill archive: %s", p[0])
+		return discovery.Skill{}, fmt.Errorf("validate: invalid skill archive: %s", p[0])
 	}
 	entries := cat.Entries()
 	switch {
 	case len(entries) != 1:
-		return fmt.Errorf("validate: archive holds %d skills, want exactly one (%s)", len(entries), id)
+		return discovery.Skill{}, fmt.Errorf("validate: archive holds %d skills, want exactly one (%s)", len(entries), id)
 	case entries[0].ID != id:
-		return fmt.Errorf("validate: archive holds skill %q, want %q", entries[0].ID, id)
+		return discovery.Skill{}, fmt.Errorf("validate: archive holds skill %q, want %q", entries[0].ID, id)
 	case !entries[0].Valid:
-		return fmt.Errorf("validate: invalid skill %s: %s", id, entries[0].Invalid)
+		return discovery.Skill{}, fmt.Errorf("validate: invalid skill %s: %s", id, entries[0].Invalid)
 	}
 	if v := entries[0].Version; v != want.Version {
 		// The sha256 pins the content; a version label that disagrees is
 		// worth a warning, not a refusal.
 		in.log.Warn("skill declares another version than desired", "skill_id", id, "declared", v, "desired", want.Version)
 	}
-	return nil
+	return entries[0], nil
 }
 
 // claim records id as managed before its directory first appears in the

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 	"github.com/chorus-edge/chorus/gateway/desired"
 	"github.com/chorus-edge/chorus/gateway/envelope"
@@ -101,8 +102,12 @@ type Config struct {
 	// with its version and the ids of the skills the installer manages
 	// (sorted), for the skills topic's applied_version and managed flags.
 	OnApplied func(version int64, managed []string)
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Prepare finishes an unpacked, validated skill in staging before it
+	// is placed (the OVOS runtime installs its wheels there: docs/ovos.md);
+	// its error fails the install, and nothing is placed. nil = nothing.
+	Prepare func(ctx context.Context, s discovery.Skill) error
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Installer reconciles desired documents. Create it with New.

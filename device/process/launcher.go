@@ -93,6 +93,8 @@ type Config struct {
 	// Records is the file where running skills are recorded, so that
 	// ReapOrphans can kill what they left after an agent crash; "" = none.
 	Records string
+	// OVOS runs the runtime ovos skills (ovos.go).
+	OVOS OVOS
 }
 
 // Identity is the Unix account a skill process runs under.
@@ -152,11 +154,27 @@ func (l *Launcher) Start(s discovery.Skill) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
 	}
+	if s.Runtime == discovery.RuntimeOVOS {
+		return l.startOVOS(s, id)
+	}
 	env, err := l.env(s.ID, id)
 	if err != nil {
 		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
 	}
 	cmd, err := l.command(s, env, id)
+	if err != nil {
+		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
+	}
+	p, err := start(s.ID, cmd, l.cfg, l.recs)
+	if err != nil {
+		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
+	}
+	return p, nil
+}
+
+// startOVOS starts a runtime ovos skill's launcher (ovos.go).
+func (l *Launcher) startOVOS(s discovery.Skill, id *Identity) (*Process, error) {
+	cmd, err := l.ovosCommand(s, id)
 	if err != nil {
 		return nil, fmt.Errorf("start skill %s: %w", s.ID, err)
 	}

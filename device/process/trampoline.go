@@ -29,7 +29,7 @@ func trampolineArgs(id *Identity, agentPID int, exec string) []string {
 }
 
 // ExecMain is the skill launcher that the agent runs as `chorus skill-exec
-// UID GID AGENT_PID EXEC` in the skill's directory, with the skill's
+// UID GID AGENT_PID EXEC [ARG...]` in the skill's directory, with the skill's
 // environment. It returns only on failure; on success the skill replaces it
 // (same pid, same process group). In order, on one OS thread (credentials,
 // no_new_privs and capabilities are per thread, and execve takes the calling
@@ -45,12 +45,13 @@ func trampolineArgs(id *Identity, agentPID int, exec string) []string {
 //  4. set the parent-death signal to SIGKILL (a change of credentials
 //     clears the one the agent set at fork), then check the agent is still
 //     its parent, so a skill never outlives an agent that died meanwhile;
-//  5. execve EXEC, a path relative to the directory the agent chose: only
-//     that directory has to be searchable by the skill's uid.
+//  5. execve EXEC with ARGs (an OVOS launcher's skill id), EXEC a path
+//     relative to the directory the agent chose (only that directory has
+//     to be searchable by the skill's uid) or the launcher's absolute path.
 func ExecMain(args []string) error {
 	runtime.LockOSThread() // never unlocked: this thread execs or the process exits
-	if len(args) != 4 {
-		return fmt.Errorf("%s: want UID GID AGENT_PID EXEC, got %d arguments", TrampolineCommand, len(args))
+	if len(args) < 4 {
+		return fmt.Errorf("%s: want UID GID AGENT_PID EXEC [ARG...], got %d arguments", TrampolineCommand, len(args))
 	}
 	agent, err := strconv.Atoi(args[2])
 	if err != nil {
@@ -66,7 +67,7 @@ func ExecMain(args []string) error {
 		return fmt.Errorf("%s: %w", TrampolineCommand, err)
 	}
 	exec := args[3]
-	if err := syscall.Exec(exec, []string{exec}, os.Environ()); err != nil {
+	if err := syscall.Exec(exec, args[3:], os.Environ()); err != nil {
 		return fmt.Errorf("%s: exec %s: %w", TrampolineCommand, exec, err)
 	}
 	return nil

@@ -84,9 +84,12 @@ type Config struct {
 	Capabilities []string
 
 	ReadyTimeout time.Duration // default 10 s
-	ScanInterval time.Duration // default 30 s
-	TrainTimeout time.Duration // default 60 s
-	StopTimeout  time.Duration // bound of one stop outside Close; default 30 s
+	// OVOSLoadTimeout bounds a runtime ovos skill's load; default
+	// DefaultOVOSLoadTimeout.
+	OVOSLoadTimeout time.Duration
+	ScanInterval    time.Duration // default 30 s
+	TrainTimeout    time.Duration // default 60 s
+	StopTimeout     time.Duration // bound of one stop outside Close; default 30 s
 
 	// PHALTimeout bounds the startup ovos.PHAL.internet_check; default 3 s,
 	// negative skips the question (SKILL_MANAGER §5: "0 skips it" — a zero
@@ -108,6 +111,10 @@ type Config struct {
 	// IntentServiceTimeout (default 300 s).
 	WaitForIntentService bool
 	IntentServiceTimeout time.Duration
+
+	// ReadySettings are OVOS's ready_settings: what must hold before the
+	// manager emits mycroft.ready (ready.go). nil = DefaultReadySettings.
+	ReadySettings []string
 
 	// InactiveFile persists the deactivated set (SKILL_MANAGER §7 [ours]).
 	// "" keeps it in memory only.
@@ -134,6 +141,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.ReadyTimeout, DefaultReadyTimeout)
+	def(&c.OVOSLoadTimeout, DefaultOVOSLoadTimeout)
 	def(&c.ScanInterval, DefaultScanInterval)
 	def(&c.TrainTimeout, DefaultTrainTimeout)
 	def(&c.StopTimeout, DefaultStopTimeout)
@@ -141,6 +149,9 @@ func (c Config) withDefaults() Config {
 	def(&c.IntentServiceTimeout, DefaultIntentServiceTimeout)
 	if c.PHALTimeout == 0 {
 		c.PHALTimeout = DefaultPHALTimeout
+	}
+	if c.ReadySettings == nil {
+		c.ReadySettings = DefaultReadySettings
 	}
 	if c.Blacklist == nil {
 		c.Blacklist = func() []string { return nil }

@@ -28,6 +28,9 @@ func (m *Manager) begin(a *attempt) *load {
 		l.done <- m.finish(a, nil, fmt.Errorf("start: %w", err))
 		return l
 	}
+	if a.ovos != nil {
+		proc = ovosProcess{proc}
+	}
 	started := m.goTask(func(ctx context.Context) {
 		l.done <- m.finish(a, proc, m.awaitReady(ctx, a, proc))
 	})
@@ -41,6 +44,9 @@ func (m *Manager) begin(a *attempt) *load {
 // message waits up to ReadyTimeout for chorus.skill.ready naming the skill;
 // on-start is ready as soon as the process runs.
 func (m *Manager) awaitReady(ctx context.Context, a *attempt, proc Process) error {
+	if a.ovos != nil {
+		return m.awaitOVOS(ctx, a, proc)
+	}
 	if a.skill.Ready == "on-start" {
 		select {
 		case <-proc.Done():
@@ -96,8 +102,13 @@ func (m *Manager) finish(a *attempt, proc Process, err error) error {
 	if e != nil {
 		m.watch(e, proc)
 		m.log.Info("skill loaded", "skill", id, "version", a.skill.Version, "pid", proc.PID())
-		m.emit(TypeSkillsLoaded, map[string]any{"path": a.skill.Dir, "id": id, "name": skillName(a.skill.Name, id)})
+		if a.ovos == nil { // a launcher announced its own (ovos.go)
+			m.emit(TypeSkillsLoaded, map[string]any{"path": a.skill.Dir, "id": id, "name": skillName(a.skill.Name, id)})
+		}
 		m.emit(TypeSkillLoaded, map[string]any{"skill_id": id})
+		if a.deferred { // no pass will ask for it (seeds/000: train after a load)
+			m.requestTraining()
+		}
 		return nil
 	}
 	if proc != nil {
@@ -106,7 +117,9 @@ func (m *Manager) finish(a *attempt, proc Process, err error) error {
 	switch {
 	case f != nil:
 		m.log.Warn("skill failed to load", "skill", id, "err", err, "attempts", f.attempts, "next_retry", f.nextRetry())
-		m.emit(TypeLoadingFailure, map[string]any{"path": a.skill.Dir, "id": id})
+		if !errors.Is(err, errLauncherFailed) {
+			m.emit(TypeLoadingFailure, map[string]any{"path": a.skill.Dir, "id": id})
+		}
 	case errors.Is(err, errGone):
 		m.log.Info("load abandoned: skill uninstalled while it loaded", "skill", id)
 	case errors.Is(err, errDeactivated):
@@ -155,7 +168,9 @@ func (m *Manager) stopAndDetach(ctx context.Context, id string, proc Process) er
 		m.log.Warn("stop skill", "skill", id, "err", err)
 		err = fmt.Errorf("stop %s: %w", id, err)
 	}
-	m.emitDetach(id)
+	if detachOwed(proc) {
+		m.emitDetach(id)
+	}
 	return err
 }
 

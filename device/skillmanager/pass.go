@@ -40,6 +40,9 @@ func (m *Manager) runPass(ctx context.Context, why string, only map[string]bool)
 
 	var loads []*load
 	seen := map[string]bool{}
+	// Before ready, a launcher waits for mycroft.ready, which comes after
+	// this pass: such a load finishes on its own (ovos.go).
+	ready := m.Status().ready()
 	for _, s := range cat.Loadable() {
 		if only != nil && !only[s.ID] {
 			continue
@@ -57,6 +60,7 @@ func (m *Manager) runPass(ctx context.Context, why string, only map[string]bool)
 			res.skipped[s.ID] = reason
 			continue
 		}
+		a.deferred = a.ovos != nil && !ready
 		loads = append(loads, m.begin(a))
 	}
 	for id := range only {
@@ -66,6 +70,9 @@ func (m *Manager) runPass(ctx context.Context, why string, only map[string]bool)
 	}
 	m.changed()
 	for _, l := range loads {
+		if l.a.deferred {
+			continue
+		}
 		if err := <-l.done; err != nil {
 			res.failed[l.a.skill.ID] = err
 			continue
@@ -111,6 +118,9 @@ func (m *Manager) reserve(s discovery.Skill, black map[string]bool) (a *attempt,
 		return nil, "waiting for " + strings.Join(unmet, ", "), false
 	}
 	a = &attempt{skill: s, serial: m.nextSerialLocked(), ready: make(chan struct{})}
+	if isOVOS(s) {
+		a.ovos = &ovosLoad{failed: make(chan struct{})}
+	}
 	m.loading[id] = a
 	return a, "", false
 }

@@ -21,7 +21,8 @@ import (
 //     mycroft.network.connected, and apply it (its load pass runs before
 //     Start returns);
 //  5. replay connectivity events that arrived before this point, in order;
-//  6. emit mycroft.skills.initialized {}, become ready, start the scan.
+//  6. emit mycroft.skills.initialized {}, become ready, start the scan;
+//  7. emit mycroft.ready once ready_settings are met (ready.go).
 //
 // ctx bounds the manager's life: when it ends, loads and the scan stop
 // (Close is still needed to stop the skills). Start may be called once.
@@ -50,6 +51,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.emit(TypeInitialized, map[string]any{})
 	m.drainPending(run, true)
 	m.goTask(m.scanLoop)
+	m.goTask(m.announceReady)
 	m.log.Info("skill manager ready")
 	m.changed()
 	return run.Err()

@@ -24,7 +24,8 @@ type Manager struct {
 	tasks    sync.WaitGroup
 	watchers sync.WaitGroup
 	notify   *notifier
-	offs     []func() // bus unsubscriptions; written by Start, read by Close
+	ready    readyGate // wakes the mycroft.ready announcer (ready.go)
+	offs     []func()  // bus unsubscriptions; written by Start, read by Close
 
 	persistMu sync.Mutex // serializes writes of InactiveFile; taken before mu, never inside it
 
@@ -64,8 +65,12 @@ type entry struct {
 type attempt struct {
 	skill  discovery.Skill
 	serial uint64
-	ready  chan struct{} // closed when the skill reports chorus.skill.ready
+	ready  chan struct{} // closed when the skill reports chorus.skill.ready (runtime ovos: its launcher's mycroft.skills.loaded)
 	once   sync.Once
+	ovos   *ovosLoad // runtime ovos skills only (ovos.go)
+	// deferred: no pass waits for this load (a launcher started before
+	// ready); it requests training itself once loaded. Set before begin.
+	deferred bool
 
 	// Set under Manager.mu by events that land while the load runs; the
 	// load honours them on the way out.
@@ -133,7 +138,10 @@ func (m *Manager) goTask(f func(ctx context.Context)) bool {
 }
 
 // changed schedules an OnChange call with the latest state.
-func (m *Manager) changed() { m.notify.poke() }
+func (m *Manager) changed() {
+	m.notify.poke()
+	m.ready.poke()
+}
 
 func (m *Manager) now() time.Time { return m.cfg.Now() }
 

@@ -71,6 +71,15 @@ type Config struct {
 	// connection sent, on its reader goroutine; it must not block. The agent
 	// takes state only from there (docs/security.md).
 	OnServicesFrame func(envelope.Message)
+	// OnSkillFrame is called with every message a skill connection sent
+	// that the broker accepted, with the skill's id, on its reader
+	// goroutine; it must not block. Unlike on the bus, the sender is known
+	// here: the agent learns an OVOS launcher's load from it.
+	OnSkillFrame func(skill string, m envelope.Message)
+	// HideFromSkills are message types never delivered to a skill
+	// connection (the agent's management types, which it alone handles
+	// for the OVOS launchers: docs/ovos.md).
+	HideFromSkills []string
 
 	// MaxFrame is the largest frame accepted from a services client, in
 	// bytes, at most MaxMaxFrame (websocket.max_msg_size). A frame is also

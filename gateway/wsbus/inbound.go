@@ -126,6 +126,10 @@ func (s *Server) publish(c *client, frame []byte) {
 	defer cancel()
 	if err := tr.Publish(ctx, p); err != nil {
 		s.log.Warn("websocket bus message not published", "remote", c.remote, "who", c.id, "topic", p.Topic, "err", err)
+		return
+	}
+	if c.tr != nil && s.cfg.OnSkillFrame != nil {
+		s.cfg.OnSkillFrame(c.id.skill, m)
 	}
 }
 

@@ -3,6 +3,8 @@ package wsbus
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gorilla/websocket"
 
@@ -33,8 +35,12 @@ func (s *Server) deliver(p bus.Packet) {
 	}
 }
 
-// deliverTo is a skill client's own subscription handler.
+// deliverTo is a skill client's own subscription handler; the types of
+// HideFromSkills are not sent.
 func (s *Server) deliverTo(c *client, p bus.Packet) {
+	if t := p.Topic[strings.LastIndexByte(p.Topic, '/')+1:]; slices.Contains(s.cfg.HideFromSkills, t) {
+		return
+	}
 	m, err := s.prepare(p)
 	if err != nil {
 		s.log.Warn("websocket bus dropped a bus message", "topic", p.Topic, "who", c.id, "err", err)
