@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/external"
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
+	"github.com/chorus-edge/chorus/fleet/localauth"
 )
 
 // serveFlags are the flags `chorus gateway` and `chorus up` share; a flag the
@@ -119,6 +121,7 @@ func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format,
 // printUp tells a person what listens where and what to try next.
 func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {
 	fmt.Fprintf(a.stdout, "Chorus is up.\n  MQTT  %s\n  HTTP  %s\n  credentials: %s (mode 0600)\n", up.MQTTURL, up.HTTPURL, configs.UpPath(dataDir))
+	fmt.Fprintf(a.stdout, "  dashboard  %s/ (sign in with the operator token in %s)\n", up.HTTPURL, filepath.Join(dataDir, localauth.TokenFile))
 	if withAgent && up.Device != "" {
 		fmt.Fprintf(a.stdout, "  local device: %s\n", up.Device)
 	}
