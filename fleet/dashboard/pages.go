@@ -103,12 +103,12 @@ type deviceData struct {
 	Connectivity struct {
 		Network, Internet, GUI string
 	}
-	Birth   Birth
+	Birth    Birth
 	HasBirth bool
-	Skills  []skillRow
-	Catalog []*fleet.SkillVersion
-	Audit   []*fleet.AuditEntry
-	TagText string
+	Skills   []skillRow
+	Catalog  []*fleet.SkillVersion
+	Audit    []*fleet.AuditEntry
+	TagText  string
 }
 
 func yesNo(b *bool) string {
@@ -281,10 +281,10 @@ type catalogRow struct {
 }
 
 type skillsData struct {
-	Query     string
-	Rows      []catalogRow
+	Query      string
+	Rows       []catalogRow
 	DidYouMean string // the resolver's answer to a query that names no skill
-	Exact     string // the skill the query names, when it names one
+	Exact      string // the skill the query names, when it names one
 }
 
 func (d *Dashboard) skills(w http.ResponseWriter, r *http.Request, ss session) {
@@ -498,15 +498,15 @@ type execRow struct {
 }
 
 type rolloutData struct {
-	R          *fleet.Rollout
-	Execs      []execRow
-	Total      int
-	Done       int // succeeded
-	Bad        int // failed or timed out
-	CanPause   bool
-	CanResume  bool
-	CanAbort   bool
-	Terminal   bool
+	R         *fleet.Rollout
+	Execs     []execRow
+	Total     int
+	Done      int // succeeded
+	Bad       int // failed or timed out
+	CanPause  bool
+	CanResume bool
+	CanAbort  bool
+	Terminal  bool
 }
 
 func (d *Dashboard) rollout(w http.ResponseWriter, r *http.Request, ss session) {

@@ -32,12 +32,12 @@ var pageNames = []string{"login", "overview", "devices", "device", "skills", "sk
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
-		"when":    when,
-		"join":    strings.Join,
-		"add":     func(a, b int) int { return a + b },
-		"target":  func(t fleet.Target) string { return t.String() },
-		"json":    jsonText,
-		"tally":   newTally,
+		"when":   when,
+		"join":   strings.Join,
+		"add":    func(a, b int) int { return a + b },
+		"target": func(t fleet.Target) string { return t.String() },
+		"json":   jsonText,
+		"tally":  newTally,
 	}
 	out := map[string]*template.Template{}
 	for _, name := range pageNames {
