@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/page"
-		"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp"
 
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/gateway/artifact"
