@@ -32,6 +32,16 @@ if ! command -v mosquitto >/dev/null 2>&1; then
   fi
 fi
 
+echo "== chromium (the dashboard's browser tests in cmd/chorus)"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
+      || echo "chromium install failed: TestDashboardBrowserE2E skips outside CI and fails in CI"
+  else
+    echo "chromium missing and not root with apt-get: TestDashboardBrowserE2E skips outside CI (apt-get install chromium)"
+  fi
+fi
+
 echo "== short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
 fuzz() {
   local out
