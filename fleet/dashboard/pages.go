@@ -345,11 +345,17 @@ func (d *Dashboard) publish(w http.ResponseWriter, r *http.Request, ss session) 
 }
 
 type skillData struct {
-	Latest   *fleet.SkillVersion
-	Versions []*fleet.SkillVersion
-	Installs []install
-	Behind   int
+	Latest    *fleet.SkillVersion
+	Versions  []*fleet.SkillVersion
+	Installs  []install      // the first installsLimit, those not loaded first
+	States    map[string]int // devices reporting it, by state
+	Installed int
+	Behind    int
 }
+
+// installsLimit caps the skill page's table; the device list filtered by
+// the skill has them all.
+const installsLimit = 100
 
 func (d *Dashboard) skill(w http.ResponseWriter, r *http.Request, ss session) {
 	ctx := r.Context()
@@ -362,8 +368,11 @@ func (d *Dashboard) skill(w http.ResponseWriter, r *http.Request, ss session) {
 		d.fail(w, r, ss, err)
 		return
 	}
-	data := skillData{Latest: latest, Versions: all, Installs: d.view.installs(latest.SkillID),
-		Behind: len(d.view.behind(latest.SkillID, latest.Version))}
+	data := skillData{Latest: latest, Versions: all, Behind: len(d.view.behind(latest.SkillID, latest.Version))}
+	data.Installs, data.States = d.view.installs(latest.SkillID, installsLimit)
+	for _, n := range data.States {
+		data.Installed += n
+	}
 	d.render(w, r, "skill", ss, page{Title: latest.SkillID, Nav: "skills", Watch: "skill/ device/", Data: data})
 }
 

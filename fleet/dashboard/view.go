@@ -324,20 +324,34 @@ type install struct {
 	Error   string
 }
 
-// installs lists where a skill is reported, by device.
-func (v *view) installs(skill string) []install {
+// installs lists the first limit devices that report skill, by id, not
+// loaded first; with how many report it in each state.
+func (v *view) installs(skill string, limit int) ([]install, map[string]int) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	var out []install
+	var bad, good []install
+	states := map[string]int{}
 	for _, id := range v.ids {
 		r := v.rows[id]
 		for _, s := range r.Skills {
-			if s.ID == skill {
-				out = append(out, install{Device: id, Online: r.Online, Version: s.Version, State: s.State, Error: s.Error})
+			if s.ID != skill {
+				continue
+			}
+			states[s.State]++
+			in := install{Device: id, Online: r.Online, Version: s.Version, State: s.State, Error: s.Error}
+			switch {
+			case s.State != "loaded" && len(bad) < limit:
+				bad = append(bad, in)
+			case s.State == "loaded" && len(good) < limit:
+				good = append(good, in)
 			}
 		}
 	}
-	return out
+	out := append(bad, good...)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, states
 }
 
 // installCounts counts each skill's devices.
