@@ -252,6 +252,14 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	b.do("skill page", chromedp.Navigate(base+"/skills/fleet.bye"), chromedp.WaitVisible(chromedp.CSS(`#installs`)))
 	b.waitJS("rolled back from every device", `document.getElementById("installs").textContent.includes("No device reports it.")`, 60*time.Second)
 
+	// "Update all" installs fleet.hello where it is missing: only on pi-3,
+	// which waits offline; the devices already current are skipped.
+	b.do("update all", chromedp.Navigate(base+"/skills/fleet.hello"), chromedp.WaitVisible(chromedp.CSS(`#update-all`)),
+		chromedp.Click(chromedp.CSS(`#update-all`)), chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
+	b.waitJS("update all targets pi-3 only", `(() => { const rows = [...document.querySelectorAll("#executions tr[data-device]")];
+		return rows.length === 1 && rows[0].dataset.device === "pi-3" && rows[0].textContent.includes("offline since"); })()`, 10*time.Second)
+	b.do("abort update all", chromedp.Click(chromedp.CSS(`#abort`)), chromedp.WaitNotPresent(chromedp.CSS(`#abort`)))
+
 	// The remaining pages, for the documentation.
 	b.do("device page", chromedp.Navigate(base+"/devices/pi-1"), chromedp.WaitVisible(chromedp.CSS(`#skills`)))
 	b.waitJS("device page shows the skill", `document.getElementById("skills").textContent.includes("fleet.hello")`, 10*time.Second)

@@ -480,7 +480,12 @@ func (d *Dashboard) updateAll(w http.ResponseWriter, r *http.Request, ss session
 		d.fail(w, r, ss, err)
 		return
 	}
-	latest, _, err := d.cfg.Fleet.GetSkill(ctx, r.PostFormValue("skill"))
+	skill, err := d.resolve(r, r.PostFormValue("skill"))
+	if err != nil {
+		d.fail(w, r, ss, err)
+		return
+	}
+	latest, _, err := d.cfg.Fleet.GetSkill(ctx, skill)
 	if err != nil {
 		d.fail(w, r, ss, err)
 		return
