@@ -121,10 +121,10 @@ func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format,
 // printUp tells a person what listens where and what to try next.
 func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {
 	fmt.Fprintf(a.stdout, "Chorus is up.\n  MQTT  %s\n  HTTP  %s\n  credentials: %s (mode 0600)\n", up.MQTTURL, up.HTTPURL, configs.UpPath(dataDir))
-	fmt.Fprintf(a.stdout, "  dashboard  %s/ (sign in with the operator token in %s)\n", up.HTTPURL, filepath.Join(dataDir, localauth.TokenFile))
 	if withAgent && up.Device != "" {
 		fmt.Fprintf(a.stdout, "  local device: %s\n", up.Device)
 	}
+	fmt.Fprintf(a.stdout, "  dashboard  %s/ (sign in with the operator token in %s)\n", up.HTTPURL, filepath.Join(dataDir, localauth.TokenFile))
 	fmt.Fprintf(a.stdout, "Try:\n  curl %s/healthz\n", up.HTTPURL)
 	fmt.Fprintf(a.stdout, "  mosquitto_sub -V 5 -h <host> -p <port> -u %s -P <observer password from up.json> -t 'chorus/v1/#' -v\n", up.Observer.Username)
 	fmt.Fprintln(a.stdout, "Stop with Ctrl-C.")
