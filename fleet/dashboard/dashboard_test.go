@@ -135,6 +135,23 @@ func TestSessionAndCSRF(t *testing.T) {
 		t.Fatalf("rollout of an unknown skill: %d, want 404", resp.StatusCode)
 	}
 
+	// Rotate shows the new credentials once; remove takes the device away.
+	if resp, err = c.PostForm(base+"/devices/pi-1/rotate", url.Values{"csrf": {csrf}}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "&#34;password&#34;") {
+		t.Fatalf("rotate: %d\n%s", resp.StatusCode, body)
+	}
+	if resp, err = c.PostForm(base+"/devices/pi-1/remove", url.Values{"csrf": {csrf}}); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := g.Fleet().GetDevice(ctx, "pi-1"); resp.StatusCode != http.StatusSeeOther || err == nil {
+		t.Fatalf("remove: %d, device still there: %v", resp.StatusCode, err == nil)
+	}
+
 	// Sign out: the session is gone, its CSRF token with it.
 	if resp, err = c.PostForm(base+"/logout", url.Values{"csrf": {csrf}}); err != nil {
 		t.Fatal(err)
