@@ -267,6 +267,13 @@ func TestDashboardBrowserE2E(t *testing.T) {
 		return rows.length === 1 && rows[0].dataset.device === "pi-3" && rows[0].textContent.includes("offline since"); })()`, 10*time.Second)
 	b.do("abort update all", chromedp.Click(chromedp.CSS(`#abort`)), chromedp.WaitNotPresent(chromedp.CSS(`#abort`)))
 
+	// Turn the skill off on one device from its page: a rollout to that
+	// device, which succeeds when the agent has removed it.
+	b.do("turn off on pi-2", chromedp.Navigate(base+"/devices/pi-2"), chromedp.WaitVisible(chromedp.CSS(`#skills`)),
+		chromedp.Click(chromedp.CSS(`#skills button`)), chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
+	b.waitJS("turned off", `document.getElementById("rollout-state").textContent === "succeeded" &&
+		document.querySelector("h1").textContent.includes("uninstall fleet.hello")`, 60*time.Second)
+
 	// The remaining pages, for the documentation.
 	b.do("device page", chromedp.Navigate(base+"/devices/pi-1"), chromedp.WaitVisible(chromedp.CSS(`#skills`)))
 	b.waitJS("device page shows the skill", `document.getElementById("skills").textContent.includes("fleet.hello")`, 10*time.Second)
