@@ -265,6 +265,7 @@ func TestDashboardBrowserE2E(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#update-all`)), chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
 	b.waitJS("update all targets pi-3 only", `(() => { const rows = [...document.querySelectorAll("#executions tr[data-device]")];
 		return rows.length === 1 && rows[0].dataset.device === "pi-3" && rows[0].textContent.includes("offline since"); })()`, 10*time.Second)
+	b.shot("rollout-waiting")
 	b.do("abort update all", chromedp.Click(chromedp.CSS(`#abort`)), chromedp.WaitNotPresent(chromedp.CSS(`#abort`)))
 
 	// Turn the skill off on one device from its page: a rollout to that
