@@ -508,7 +508,8 @@ func (d *Dashboard) updateAll(w http.ResponseWriter, r *http.Request, ss session
 
 type execRow struct {
 	*fleet.Execution
-	Why string // the reason, or why a queued one waits
+	Why   string    // the reason, or why a queued one waits
+	Since time.Time // when the device went offline, for "offline since"
 }
 
 type rolloutData struct {
@@ -551,28 +552,29 @@ func (d *Dashboard) rollout(w http.ResponseWriter, r *http.Request, ss session) 
 		case fleet.ExecFailed, fleet.ExecTimedOut:
 			data.Bad++
 		}
-		data.Execs = append(data.Execs, execRow{Execution: e, Why: d.why(e)})
+		why, since := d.why(e)
+		data.Execs = append(data.Execs, execRow{Execution: e, Why: why, Since: since})
 	}
 	d.render(w, r, "rollout", ss, page{Title: "Rollout " + itoa64(id), Nav: "rollouts", Watch: "rollout/" + itoa64(id) + " device/", Data: data})
 }
 
 // why is an execution's reason; a queued or in-progress one whose device
-// is offline says since when.
-func (d *Dashboard) why(e *fleet.Execution) string {
+// is offline says since when (the time is shown in the browser's zone).
+func (d *Dashboard) why(e *fleet.Execution) (string, time.Time) {
 	if e.Reason != "" {
-		return e.Reason
+		return e.Reason, time.Time{}
 	}
 	if e.State != fleet.ExecQueued && e.State != fleet.ExecInProgress {
-		return ""
+		return "", time.Time{}
 	}
 	online, r := d.view.presence(e.DeviceID)
 	switch {
 	case r == nil || online:
-		return ""
+		return "", time.Time{}
 	case r.LastSeen.IsZero():
-		return "device never connected"
+		return "device never connected", time.Time{}
 	}
-	return "device offline since " + r.LastSeen.UTC().Format(time.RFC3339)
+	return "device offline since", r.LastSeen
 }
 
 func (d *Dashboard) rolloutAction(w http.ResponseWriter, r *http.Request, ss session) {
