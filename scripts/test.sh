@@ -65,6 +65,7 @@ fuzz ./broker FuzzJSONDepth
 fuzz ./fleet/catalog FuzzSearchResolve
 fuzz ./fleet/httpapi FuzzRequestBody
 fuzz ./fleet/controller FuzzStatePayload
+fuzz ./fleet/dashboard FuzzRolloutForm
 
 echo "== the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # Without -race: several of mochi's upstream tests race their own pipes.

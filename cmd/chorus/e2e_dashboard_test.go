@@ -189,8 +189,9 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	}
 	b.shot("login")
 	b.do("wrong token", chromedp.SendKeys(chromedp.CSS(`#token`), "not-the-token"), chromedp.Submit(chromedp.CSS(`#token`)), chromedp.WaitVisible(chromedp.CSS(`#error`)))
-	b.do("sign in", chromedp.SendKeys(chromedp.CSS(`#token`), strings.TrimSpace(string(token))),
-		chromedp.Submit(chromedp.CSS(`#token`)), chromedp.WaitVisible(chromedp.CSS(`#counts`)))
+	// With the keyboard only: the field has the focus, Enter submits.
+	b.waitJS("the token field has the focus", `document.activeElement && document.activeElement.id === "token"`, 10*time.Second)
+	b.do("sign in", chromedp.KeyEvent(strings.TrimSpace(string(token))+"\r"), chromedp.WaitVisible(chromedp.CSS(`#counts`)))
 
 	// Every device with the right online state.
 	b.do("devices", chromedp.Navigate(base+"/devices"), chromedp.WaitVisible(chromedp.CSS(`#devices`)))

@@ -403,17 +403,28 @@ func (d *Dashboard) rollouts(w http.ResponseWriter, r *http.Request, ss session)
 		Data: rolloutsData{Rollouts: rs, Skills: vs, Tags: d.view.tags(), Skill: r.URL.Query().Get("skill")}})
 }
 
-// rolloutForm reads the create form into a rollout; a bad field is
-// EINVALID naming it.
+// rolloutForm reads the create form into a rollout, its skill resolved
+// like the CLI's; a bad field is EINVALID naming it.
 func (d *Dashboard) rolloutForm(r *http.Request) (*fleet.Rollout, error) {
-	skill, err := d.resolve(r, r.PostFormValue("skill"))
+	ro, err := parseRolloutForm(r.PostForm)
 	if err != nil {
 		return nil, err
 	}
-	ro := &fleet.Rollout{SkillID: skill, Action: fleet.RolloutAction(r.PostFormValue("action")),
-		Version: strings.TrimSpace(r.PostFormValue("version"))}
-	list := strings.FieldsFunc(r.PostFormValue("targets"), func(c rune) bool { return c == ',' || c == ' ' || c == '\n' || c == '\r' })
-	switch r.PostFormValue("target") {
+	if ro.SkillID, err = d.resolve(r, r.PostFormValue("skill")); err != nil {
+		return nil, err
+	}
+	return ro, nil
+}
+
+// parseRolloutForm reads every field of the create form but the skill:
+// action, version, target kind and list, and the strategy, validated.
+func parseRolloutForm(form url.Values) (*fleet.Rollout, error) {
+	ro := &fleet.Rollout{Action: fleet.RolloutAction(form.Get("action")), Version: strings.TrimSpace(form.Get("version"))}
+	if ro.Action != fleet.RolloutInstall && ro.Action != fleet.RolloutUninstall {
+		return nil, fleet.Errorf(fleet.EINVALID, "action %q: choose install or uninstall", ro.Action)
+	}
+	list := strings.FieldsFunc(form.Get("targets"), func(c rune) bool { return c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t' })
+	switch form.Get("target") {
 	case "all":
 		ro.Targets = []fleet.Target{fleet.AllTarget()}
 	case "tags":
@@ -428,14 +439,19 @@ func (d *Dashboard) rolloutForm(r *http.Request) (*fleet.Rollout, error) {
 		return nil, fleet.Errorf(fleet.EINVALID, "target: choose all devices, tags or devices")
 	}
 	if len(ro.Targets) == 0 {
-		return nil, fleet.Errorf(fleet.EINVALID, "targets: name at least one %s", strings.TrimSuffix(r.PostFormValue("target"), "s"))
+		return nil, fleet.Errorf(fleet.EINVALID, "targets: name at least one %s", strings.TrimSuffix(form.Get("target"), "s"))
+	}
+	for _, t := range ro.Targets {
+		if err := t.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	ints := []struct {
 		field string
 		into  *int
 	}{{"canary", &ro.Canary}, {"max_in_flight", &ro.MaxInFlight}, {"min_executed", &ro.MinExecuted}}
 	for _, f := range ints {
-		if raw := strings.TrimSpace(r.PostFormValue(f.field)); raw != "" {
+		if raw := strings.TrimSpace(form.Get(f.field)); raw != "" {
 			n, err := strconv.Atoi(raw)
 			if err != nil {
 				return nil, fleet.Errorf(fleet.EINVALID, "%s %q: want a whole number", f.field, raw)
@@ -443,14 +459,14 @@ func (d *Dashboard) rolloutForm(r *http.Request) (*fleet.Rollout, error) {
 			*f.into = n
 		}
 	}
-	if raw := strings.TrimSpace(r.PostFormValue("failure_threshold_pct")); raw != "" {
+	if raw := strings.TrimSpace(form.Get("failure_threshold_pct")); raw != "" {
 		p, err := strconv.ParseFloat(raw, 64)
-		if err != nil {
+		if err != nil || p != p { // NaN compares unequal to itself
 			return nil, fleet.Errorf(fleet.EINVALID, "failure threshold %q: want a percentage such as 20", raw)
 		}
 		ro.FailureThresholdPct = p
 	}
-	if raw := strings.TrimSpace(r.PostFormValue("timeout")); raw != "" {
+	if raw := strings.TrimSpace(form.Get("timeout")); raw != "" {
 		t, err := time.ParseDuration(raw)
 		if err != nil {
 			return nil, fleet.Errorf(fleet.EINVALID, "timeout %q: want a duration such as 10m", raw)
