@@ -4,23 +4,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
-// WriteFileAtomic writes data to path through a temporary file and a rename,
-// creating the parent directory (0700): a reader sees the old file or the
-// new one, never half of it. Secrets files pass mode 0600.
+// WriteFileAtomic creates path's directory (0700) when missing and replaces
+// path with data through gateway/atomicfile (durable, all or nothing).
+// Secrets files pass mode 0600.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	os.Remove(tmp) // a leftover would keep its old mode
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, mode)
 }

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // Validity of what `chorus cert` makes. Two years keeps a server certificate
@@ -266,38 +268,8 @@ func writePair(dir, certName, keyName string, certPEM, keyPEM []byte, force bool
 			}
 		}
 	}
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certPath, certPEM, 0o644)
-}
-
-// writeFileAtomic writes data to a temporary file in the same directory with
-// mode perm from the start (a key is never readable by others, not even
-// briefly) and renames it over path.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name()) // no-op once renamed
-	if err := f.Chmod(perm); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(certPath, certPEM, 0o644)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chorus-edge/chorus/device/skillkit"
 	"github.com/chorus-edge/chorus/device/skillkit/examples"
 	"github.com/chorus-edge/chorus/gateway/artifact"
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // newSkillCmd groups what runs inside a skill process and what makes one.
@@ -81,7 +82,7 @@ func (a *app) packSkill(dir, out string) error {
 	if out == "" {
 		out = packFileName(s.ID) + "-" + packFileName(s.Version) + ".tar.gz"
 	}
-	if err := writePackFile(out, buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("pack %s: %w", dir, err)
 	}
 	fmt.Fprintf(a.stdout, "packed %s %s into %s\nsha256 %s\nsize   %d\n", s.ID, s.Version, out, info.SHA256, info.Size)
@@ -130,26 +131,4 @@ func packFileName(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// writePackFile writes b to path through a temporary file and a rename.
-func writePackFile(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
 }

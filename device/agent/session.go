@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // sessionFile holds the last birth session number in the data dir.
@@ -31,11 +33,9 @@ func nextSession(dataDir string) (uint64, error) {
 		}
 	}
 	n++
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.FormatUint(n, 10)+"\n"), 0o600); err != nil {
-		return 0, fmt.Errorf("write session number: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	// The late-Will rule compares session numbers: a number that went back
+	// after a power cut would let an old Will mark the device offline.
+	if err := atomicfile.WriteFile(path, []byte(strconv.FormatUint(n, 10)+"\n"), 0o600); err != nil {
 		return 0, fmt.Errorf("write session number: %w", err)
 	}
 	return n, nil

@@ -97,9 +97,11 @@ func TestSkillCannotFakeConnectivity(t *testing.T) {
 // The PHAL plugin, one of the device's OVOS services on their route, is
 // believed: a stock-shaped client (URL from the written mycroft.conf, no
 // credentials) answering with message.response gives internet=true
-// source=phal.
+// source=phal. The plugin connects after the agent first asked (services
+// start next to the agent): the repeated question reaches it.
 func TestPHALAnswerFromServicesBelieved(t *testing.T) {
 	f := trustFixture(t)
+	f.cfg.Connectivity.PHALTimeout = 10 // ends at the answer; bounds a slow CI
 	testSkill(t, f.cfg.Bundled[0], "web.skill", "internet", "on-start", "exec sleep 600\n")
 	go fakePHAL(t, f.cfg.WSServicesConfig)
 	a, err := Start(context.Background(), f.cfg)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/chorus-edge/chorus/gateway/envelope"
 )
@@ -48,8 +49,13 @@ func NewPHAL(emit func(ctx context.Context, m envelope.Message) error) *PHAL {
 	return &PHAL{emit: emit, waiting: map[string]chan PHALAnswer{}}
 }
 
-// Ask emits the question with a fresh request id and waits for its answer
-// until ctx ends.
+// ReaskEvery is how often Ask repeats its question while it waits: the
+// device's OVOS services start next to the agent at boot, and a PHAL plugin
+// that connects a moment after the first question must still hear one.
+const ReaskEvery = 250 * time.Millisecond
+
+// Ask emits the question with a fresh request id, repeats it every
+// ReaskEvery under the same id, and waits for its answer until ctx ends.
 func (p *PHAL) Ask(ctx context.Context) (PHALAnswer, error) {
 	id, ch := p.register()
 	defer p.unregister(id)
@@ -58,11 +64,19 @@ func (p *PHAL) Ask(ctx context.Context) (PHALAnswer, error) {
 	if err := p.emit(ctx, q); err != nil {
 		return PHALAnswer{}, fmt.Errorf("ask %s: %w", PHALInternetCheck, err)
 	}
-	select {
-	case a := <-ch:
-		return a, nil
-	case <-ctx.Done():
-		return PHALAnswer{}, fmt.Errorf("no trusted answer to %s: %w", PHALInternetCheck, ctx.Err())
+	t := time.NewTicker(ReaskEvery)
+	defer t.Stop()
+	for {
+		select {
+		case a := <-ch:
+			return a, nil
+		case <-t.C:
+			if err := p.emit(ctx, q); err != nil && ctx.Err() == nil {
+				return PHALAnswer{}, fmt.Errorf("ask %s again: %w", PHALInternetCheck, err)
+			}
+		case <-ctx.Done():
+			return PHALAnswer{}, fmt.Errorf("no trusted answer to %s: %w", PHALInternetCheck, ctx.Err())
+		}
 	}
 }
 

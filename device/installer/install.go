@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/gateway/artifact"
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 	"github.com/chorus-edge/chorus/gateway/desired"
 )
 
@@ -131,7 +132,7 @@ func (in *Installer) place(dir, id string) error {
 		}
 		return fmt.Errorf("rename into installed root: %w", err)
 	}
-	if err := syncDir(in.cfg.InstalledRoot); err != nil {
+	if err := atomicfile.SyncDir(in.cfg.InstalledRoot); err != nil {
 		in.log.Warn("sync installed root", "err", err)
 	}
 	if aside != "" {

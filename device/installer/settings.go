@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // settingsFile is what the fleet's settings for a skill encode to, and its
@@ -33,7 +35,7 @@ func (in *Installer) writeSettings(id string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write settings: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "settings.json"), data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "settings.json"), data, 0o644); err != nil {
 		return fmt.Errorf("write settings: %w", err)
 	}
 	return nil

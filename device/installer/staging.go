@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 	"github.com/chorus-edge/chorus/gateway/desired"
 )
 
@@ -44,7 +45,7 @@ func (in *Installer) uninstall(st *state, id string) error {
 		return err
 	}
 	if aside != "" {
-		if err := syncDir(in.cfg.InstalledRoot); err != nil {
+		if err := atomicfile.SyncDir(in.cfg.InstalledRoot); err != nil {
 			in.log.Warn("sync installed root", "err", err)
 		}
 		if err := os.RemoveAll(filepath.Dir(aside)); err != nil {

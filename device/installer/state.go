@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // state is the installer's record of what it manages, saved as StateFile.
@@ -81,53 +83,11 @@ func (in *Installer) save(st *state) error {
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(in.cfg.InstalledRoot, StateFile), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(in.cfg.InstalledRoot, StateFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	in.mu.Lock()
 	in.st = st.clone()
 	in.mu.Unlock()
 	return nil
-}
-
-// writeFileAtomic replaces path with data: a temporary file in the same
-// directory, synced, then renamed over path, then the directory synced.
-// A reader sees the old file or the new one, never a partial one.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename this is a no-op
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // Websocket is mycroft.conf's websocket section.
@@ -63,20 +65,7 @@ func Write(path, wsURL string, uid, gid int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(b)
-	err = errors.Join(err, f.Chmod(0o600), f.Chown(uid, gid), f.Close())
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFileOwned(path, b, 0o600, atomicfile.Owner{UID: uid, GID: gid})
 }
 
 func owned(path string, uid, gid int) bool {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -35,28 +36,8 @@ func Write(root, skill string, values map[string]any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write settings of %s: %w", skill, err)
 	}
-	if err := writeAtomic(dir, FileName, append(data, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, FileName), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write settings of %s: %w", skill, err)
 	}
 	return nil
-}
-
-func writeAtomic(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }

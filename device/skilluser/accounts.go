@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -174,11 +175,7 @@ func saveState(path string, r Range, uids map[string]uint32) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("save skill uids: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save skill uids: %w", err)
 	}
 	return nil

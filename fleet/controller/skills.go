@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/gateway/artifact"
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // PublishSkill validates and publishes a skill archive (from `chorus skill
@@ -55,7 +56,7 @@ func (c *Controller) PublishSkill(ctx context.Context, actor string, archive io.
 		return nil, fleet.Errorf(fleet.ECONFLICT, "skill %s version %s is already published with sha256 %s; publish a new version",
 			v.SkillID, v.Version, old.SHA256)
 	}
-	if err := os.Rename(tmp, c.artifactPath(sum)); err != nil {
+	if err := atomicfile.Commit(tmp, c.artifactPath(sum), 0o644); err != nil {
 		return nil, fmt.Errorf("publish skill: store artifact: %w", err)
 	}
 	out, err := c.store.PublishVersion(ctx, v)

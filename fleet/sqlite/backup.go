@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/atomicfile"
 )
 
 // Backup writes a consistent copy of the live database to dstPath while the
@@ -37,29 +38,9 @@ func (db *DB) Backup(ctx context.Context, dstPath string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("backup %s: %w", dstPath, err)
 	}
-	if err := syncAndRename(tmp, dst); err != nil {
-		os.Remove(tmp)
+	// The copy holds credential hashes: readable by the gateway's user only.
+	if err := atomicfile.Commit(tmp, dst, 0o600); err != nil {
 		return fmt.Errorf("backup %s: %w", dstPath, err)
 	}
 	return nil
-}
-
-func syncAndRename(tmp, dst string) error {
-	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	// The copy holds credential hashes: readable by the gateway's user only.
-	if err := errors.Join(f.Chmod(0o600), f.Sync(), f.Close()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(dst))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
