@@ -170,7 +170,7 @@ func (d *Dashboard) follow(ctx context.Context, feed Feed) {
 		case <-feed.Wake():
 		}
 		subjects, all := feed.Take()
-		if all {
+		if all || d.view.failed() {
 			d.view.load(ctx)
 		} else {
 			d.view.apply(ctx, subjects)

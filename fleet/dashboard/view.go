@@ -155,6 +155,14 @@ func (v *view) sort() {
 	slices.Sort(v.ids)
 }
 
+// failed reports whether the last load failed (the next batch of changes
+// loads everything again).
+func (v *view) failed() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.err != nil
+}
+
 // apply reads again each device the subjects name ("device/<id>").
 func (v *view) apply(ctx context.Context, subjects []string) {
 	for _, s := range subjects {

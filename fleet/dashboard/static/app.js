@@ -59,7 +59,12 @@ function live() {
   if (!status || !window.EventSource) return;
   const es = new EventSource("/events");
   es.onopen = () => { status.textContent = "live"; status.className = "live on"; };
-  es.onerror = () => { status.textContent = "reconnecting…"; status.className = "live off"; };
+  es.onerror = () => {
+    // CLOSED: the server refused the stream (signed out, or the gateway
+    // restarted and forgot the session): a reload leads to the sign-in page.
+    status.textContent = es.readyState === EventSource.CLOSED ? "not live: reload the page" : "reconnecting…";
+    status.className = "live off";
+  };
   es.addEventListener("change", (e) => {
     if (watched(e.data.split(" "))) refresh();
   });
