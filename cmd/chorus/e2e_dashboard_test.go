@@ -48,9 +48,11 @@ func newBrowser(t *testing.T) *browser {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.WindowSize(1280, 900), chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// The whole browser lives at most 6 minutes: a hung chromium ends the test.
+	life, cancelLife := context.WithTimeout(context.Background(), 6*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(life, opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelLife() })
 	if err := chromedp.Do(ctx); err != nil { // starts the browser; no timeout on this first call (chromedp.Run)
 		t.Fatalf("start chromium: %v", err)
 	}
