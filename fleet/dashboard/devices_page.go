@@ -19,6 +19,7 @@ type devicesData struct {
 	Tags        []string
 	Prev, Next  string // links to the neighbouring pages, "" at an end
 	States      []string
+	Skills      []*fleet.SkillVersion // the catalog, offered in the skill filter
 }
 
 func (d *Dashboard) devices(w http.ResponseWriter, r *http.Request, ss session) {
@@ -32,8 +33,13 @@ func (d *Dashboard) devices(w http.ResponseWriter, r *http.Request, ss session) 
 	pg = max(pg, 1)
 	rows, total := d.view.list(f, pg-1, pageSize)
 	pages := max((total+pageSize-1)/pageSize, 1)
+	skills, err := d.cfg.Fleet.ListSkills(r.Context())
+	if err != nil {
+		d.fail(w, r, ss, err)
+		return
+	}
 	data := devicesData{Filter: f, Rows: rows, Total: total, Page: pg, Pages: pages, Tags: d.view.tags(),
-		States: []string{"online", "offline", "drift", "failed", "attention"}}
+		States: []string{"online", "offline", "drift", "failed", "attention"}, Skills: skills}
 	link := func(n int) string {
 		v := url.Values{}
 		for k, x := range map[string]string{"q": f.Q, "tag": f.Tag, "state": f.State, "skill": f.Skill} {
