@@ -6,7 +6,7 @@ import (
 
 // maxPendingChanges bounds what one subscriber holds between two Takes;
 // past it the subscriber is told everything changed.
-const maxPendingChanges = 4096
+const maxPendingChanges = 16384
 
 // Changes is one subscriber's feed of what the controller changed: the
 // subjects of the audit log ("device/<id>", "rollout/<id>", "skill/<id>",

@@ -176,8 +176,18 @@ func (d *Dashboard) follow(ctx context.Context, feed Feed) {
 			d.view.apply(ctx, subjects)
 		}
 		d.hub.publish(subjects, all)
+		select { // pace: what changes meanwhile is read once, in the next batch
+		case <-ctx.Done():
+		case <-time.After(viewGap):
+		}
 	}
 }
+
+// viewGap is the least time between two batches the view applies: a device
+// that changes many times a second (a rollout's desired document, then its
+// reports) is read once per gap, which bounds what a large rollout costs
+// the dashboard.
+const viewGap = 500 * time.Millisecond
 
 // Close stops the view and ends the open event streams.
 func (d *Dashboard) Close() error {
