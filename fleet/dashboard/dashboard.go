@@ -92,16 +92,17 @@ type Pending struct {
 	Requested time.Time
 }
 
-// Config configures a Dashboard. Fleet, Subscribe and Token are required.
+// Config configures a Dashboard. Fleet and Subscribe are required.
 type Config struct {
 	Fleet Fleet
 	// Subscribe starts a change feed and returns the function that ends it.
 	Subscribe func() (Feed, func())
 	// Birth returns a device's latest birth details; nil shows none.
 	Birth func(id string) (Birth, bool)
-	// Enrolments, when set, shows pending devices (issue 16's enrolment).
+	// Enrolments, when set, shows the devices waiting to join; nil hides them.
 	Enrolments Enrolments
-	// Token is the operator token one signs in with (the API's bearer token).
+	// Token is the operator token one signs in with (the API's bearer
+	// token); empty refuses every sign-in.
 	Token string
 	// Secure marks the session cookie Secure (the server runs TLS).
 	Secure  bool
