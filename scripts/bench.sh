@@ -35,7 +35,7 @@ load >> "$out/summary.txt"
 # A failing step is noted in the summary and the next one runs.
 fail() { echo "$1: FAILED or timed out (see its output above)" | tee -a "$out/summary.txt"; }
 timeout 900 go test -run '^$' -bench . -benchmem -benchtime 1s \
-  ./gateway/envelope ./gateway/topic ./broker ./fleet/catalog ./fleet/sqlite ./fleet/controller ./device/discovery \
+  ./gateway/envelope ./gateway/topic ./broker ./fleet/catalog ./fleet/sqlite ./fleet/controller ./fleet/dashboard ./device/discovery \
   | tee "$out/gobench.txt" || fail "go test -bench"
 grep -E '^(Benchmark|ok|FAIL)' "$out/gobench.txt" >> "$out/summary.txt" || true
 

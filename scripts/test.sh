@@ -42,6 +42,16 @@ if ! /usr/bin/python3 -c "import websocket, setuptools, wheel, pip" >/dev/null 2
   fi
 fi
 
+echo "== chromium (the dashboard's browser tests in cmd/chorus)"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
+      || echo "chromium install failed: TestDashboardBrowserE2E skips outside CI and fails in CI"
+  else
+    echo "chromium missing and not root with apt-get: TestDashboardBrowserE2E skips outside CI (apt-get install chromium)"
+  fi
+fi
+
 echo "== short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
 fuzz() {
   local out
@@ -67,6 +77,7 @@ fuzz ./broker FuzzJSONDepth
 fuzz ./fleet/catalog FuzzSearchResolve
 fuzz ./fleet/httpapi FuzzRequestBody
 fuzz ./fleet/controller FuzzStatePayload
+fuzz ./fleet/dashboard FuzzRolloutForm
 
 echo "== the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # Without -race: several of mochi's upstream tests race their own pipes.

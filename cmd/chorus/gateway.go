@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/external"
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
+	"github.com/chorus-edge/chorus/fleet/localauth"
 )
 
 // serveFlags are the flags `chorus gateway` and `chorus up` share; a flag the
@@ -122,6 +124,7 @@ func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {
 	if withAgent && up.Device != "" {
 		fmt.Fprintf(a.stdout, "  local device: %s\n", up.Device)
 	}
+	fmt.Fprintf(a.stdout, "  dashboard  %s/ (sign in with the operator token in %s)\n", up.HTTPURL, filepath.Join(dataDir, localauth.TokenFile))
 	fmt.Fprintf(a.stdout, "Try:\n  curl %s/healthz\n", up.HTTPURL)
 	fmt.Fprintf(a.stdout, "  mosquitto_sub -V 5 -h <host> -p <port> -u %s -P <observer password from up.json> -t 'chorus/v1/#' -v\n", up.Observer.Username)
 	fmt.Fprintln(a.stdout, "Stop with Ctrl-C.")

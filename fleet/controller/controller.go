@@ -136,6 +136,8 @@ type Controller struct {
 	gw      *gatewayState // the fleet summary and the gateway's own config (gatewaystate.go)
 	metrics *metrics      // GET /metrics (metrics.go)
 	relay   relayRun      // the bridge relay (routes.go)
+	changes changeHub     // subscribers to what changed (changes.go)
+	births  births        // each device's latest birth details (changes.go)
 
 	tableMu sync.Mutex // serialises rebuildTable: the last rebuild reads the newest registry
 	table   tableBox
@@ -300,4 +302,5 @@ func (c *Controller) audit(ctx context.Context, actor, action, subject string, d
 	if err := c.store.AppendAudit(ctx, e); err != nil {
 		c.log.Error("append audit entry", "action", action, "subject", subject, "error", err)
 	}
+	c.changed(subject)
 }

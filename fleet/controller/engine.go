@@ -345,6 +345,7 @@ func (c *Controller) startExecution(ctx context.Context, r *fleet.Rollout, e *fl
 		return fmt.Errorf("start %s on %s: %w", r.SkillID, e.DeviceID, err)
 	}
 	e.State = fleet.ExecInProgress
+	c.changed(rolloutSubject(e.RolloutID))
 	p := progress{seen: time.Now()} // started just now: no credit
 	c.inProgress[key] = p
 	c.noteDeadline(r, p)

@@ -123,6 +123,7 @@ func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) (Result
 	c.pubMu.Lock()
 	c.published[d.ID] = publishedDoc{version: doc.Version, at: now}
 	c.pubMu.Unlock()
+	c.changed("device/" + d.ID)
 	if behind {
 		return Result{RequeueAfter: c.cfg.RepublishAge}, nil
 	}
@@ -275,6 +276,7 @@ func (c *Controller) forget(id string) {
 	c.queue.Forget(id)
 	c.repairs.forget(id)
 	c.gw.forget(id)
+	c.births.forget(id)
 	if t, err := topic.Availability(id); err == nil {
 		c.inbox.forgetAvailability(t)
 	}

@@ -84,6 +84,7 @@ func (c *Controller) applyState(ctx context.Context, m broker.Message) {
 		return
 	}
 	c.queue.Add(dev)
+	c.changed("device/" + dev)
 }
 
 func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker.Message) error {
@@ -118,7 +119,10 @@ func (c *Controller) applyBirth(ctx context.Context, dev string, payload []byte)
 	if err != nil {
 		return err
 	}
-	_, err = c.store.UpdateBirth(ctx, dev, fleet.Birth{Session: b.Session, AgentVersion: b.AgentVersion, At: c.cfg.Now()})
+	applied, err := c.store.UpdateBirth(ctx, dev, fleet.Birth{Session: b.Session, AgentVersion: b.AgentVersion, At: c.cfg.Now()})
+	if err == nil && applied {
+		c.births.set(dev, BirthInfo{Hostname: b.Hostname, Arch: b.Arch, Isolation: b.Isolation, Websocket: b.Websocket})
+	}
 	return err
 }
 
@@ -189,6 +193,7 @@ func (c *Controller) finish(ctx context.Context, e *fleet.Execution, to fleet.Ex
 	delete(c.startVer, execKey{e.RolloutID, e.DeviceID})
 	c.pubMu.Unlock()
 	c.log.Info("execution ended", "rollout", e.RolloutID, "device", e.DeviceID, "state", to, "reason", reason)
+	c.changed(rolloutSubject(e.RolloutID))
 	c.Kick()
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/controller"
+	"github.com/chorus-edge/chorus/fleet/dashboard"
 	"github.com/chorus-edge/chorus/fleet/external"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/localauth"
@@ -74,6 +75,7 @@ type Main struct {
 	fleet   *controller.Controller
 	exports *external.Exporter
 	token   string
+	dash    *dashboard.Dashboard
 	http    *httpapi.Server
 	up      configs.Up
 
@@ -233,6 +235,10 @@ func (m *Main) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
 		hc.BrokerAuth = m.ext.Auth()
 	}
 	var err error
+	if m.dash, err = m.newDashboard(tlsCfg != nil); err != nil {
+		return err
+	}
+	hc.UI = m.dash
 	m.http, err = httpapi.Start(hc)
 	return err
 }
@@ -305,6 +311,9 @@ func (m *Main) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	var errs []error
+	if m.dash != nil {
+		errs = append(errs, m.dash.Close()) // ends its event streams, which Shutdown would wait for
+	}
 	if m.http != nil {
 		errs = append(errs, m.http.Close(ctx))
 	}
@@ -340,3 +349,17 @@ func (m *Main) Broker() *broker.Broker { return m.broker }
 
 // Fleet is the fleet controller.
 func (m *Main) Fleet() *controller.Controller { return m.fleet }
+
+// newDashboard is the operator's web console at / (docs/dashboard.md),
+// reading through the controller and fed by its change feed.
+func (m *Main) newDashboard(secure bool) (*dashboard.Dashboard, error) {
+	return dashboard.New(dashboard.Config{
+		Fleet:     m.fleet,
+		Subscribe: func() (dashboard.Feed, func()) { return m.fleet.SubscribeChanges() },
+		Birth: func(id string) (dashboard.Birth, bool) {
+			b, ok := m.fleet.Birth(id)
+			return dashboard.Birth{Hostname: b.Hostname, Arch: b.Arch, Isolation: b.Isolation}, ok
+		},
+		Token: m.token, Secure: secure, Version: m.cfg.Version, Logger: m.log.With("component", "dashboard"),
+	})
+}

@@ -52,6 +52,9 @@ type Config struct {
 	// Metrics is served on GET /metrics, unauthenticated (metrics.go); nil
 	// serves no /metrics.
 	Metrics prometheus.Gatherer
+	// UI serves every path no route above takes (fleet/dashboard at /);
+	// nil answers them 404.
+	UI http.Handler
 }
 
 // Server is a running HTTP server.
@@ -101,6 +104,9 @@ func (s *Server) routes() http.Handler {
 	s.metricsRoute(mux)
 	if s.cfg.Fleet != nil {
 		s.fleetRoutes(mux)
+	}
+	if s.cfg.UI != nil {
+		mux.Handle("/", s.cfg.UI)
 	}
 	return mux
 }

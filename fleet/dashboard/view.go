@@ -1,0 +1,402 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/fleet/api"
+)
+
+// reportedSkill is the part of a skills report (docs/topics.md `skills`)
+// the dashboard shows.
+type reportedSkill struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	State   string `json:"state"`
+	Error   string `json:"error"`
+}
+
+func parseReported(raw json.RawMessage) []reportedSkill {
+	var rep struct {
+		Skills []reportedSkill `json:"skills"`
+	}
+	_ = json.Unmarshal(raw, &rep) // the controller validated it when storing
+	return rep.Skills
+}
+
+// row is one device as the lists show it: the API's view of it (counts and
+// drift computed by api.NewDevice, as GET /v1/devices has them) and its
+// reported skills.
+type row struct {
+	api.Device
+	Skills []reportedSkill
+	Failed []reportedSkill // failed or invalid
+}
+
+func newRow(d *fleet.Device, want fleet.Desired) *row {
+	r := &row{Device: api.NewDevice(d, want), Skills: parseReported(d.Reported)}
+	for _, s := range r.Skills {
+		if s.State == "failed" || s.State == "invalid" {
+			r.Failed = append(r.Failed, s)
+		}
+	}
+	return r
+}
+
+// Reason says why the device needs attention, "" when it does not.
+func (r *row) Reason() string {
+	switch {
+	case len(r.Failed) > 0:
+		s := r.Failed[0]
+		msg := "skill " + s.ID + " " + s.State
+		if s.Error != "" {
+			msg += ": " + s.Error
+		}
+		if len(r.Failed) > 1 {
+			msg += " (and " + itoa(len(r.Failed)-1) + " more)"
+		}
+		return msg
+	case !r.Online && r.LastSeen.IsZero():
+		return "never connected"
+	case !r.Online:
+		return "offline"
+	case r.Drift:
+		return "drifting: has not applied its desired skills (version " + itoa64(r.AppliedVersion) + " of " + itoa64(r.DesiredVersion) + ")"
+	}
+	return ""
+}
+
+// rank orders the devices needing attention: failed skills, then offline,
+// then drifting.
+func (r *row) rank() int {
+	switch {
+	case len(r.Failed) > 0:
+		return 0
+	case !r.Online:
+		return 1
+	case r.Drift:
+		return 2
+	}
+	return 3
+}
+
+// view is the dashboard's copy of the device list, kept current by the
+// change feed (one goroutine writes it: Dashboard.follow); the pages read
+// it under the read lock. It is built from Fleet's ListDevices and
+// DesiredOf, the calls GET /v1/devices makes.
+type view struct {
+	fleet Fleet
+	log   *slog.Logger
+
+	loaded   chan struct{} // closed once the first load ended
+	loadOnce sync.Once
+
+	mu   sync.RWMutex // guards the fields below
+	rows map[string]*row
+	ids  []string // sorted
+	err  error    // the last load's failure
+}
+
+func newView(f Fleet, log *slog.Logger) *view {
+	return &view{fleet: f, log: log, loaded: make(chan struct{}), rows: map[string]*row{}}
+}
+
+// ready waits for the first load.
+func (v *view) ready(ctx context.Context) error {
+	select {
+	case <-v.loaded:
+		v.mu.RLock()
+		defer v.mu.RUnlock()
+		return v.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// load reads every device again.
+func (v *view) load(ctx context.Context) {
+	defer v.loadOnce.Do(func() { close(v.loaded) })
+	ds, err := v.fleet.ListDevices(ctx, fleet.DeviceFilter{})
+	rows := make(map[string]*row, len(ds))
+	for _, d := range ds {
+		if err != nil {
+			break
+		}
+		var want fleet.Desired
+		if want, err = v.fleet.DesiredOf(ctx, d.ID); err == nil {
+			rows[d.ID] = newRow(d, want)
+		} else if fleet.ErrorCode(err) == fleet.ENOTFOUND {
+			err = nil // removed meanwhile
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			v.log.Error("dashboard: load the devices", "error", err)
+		}
+		v.err = err
+		return
+	}
+	v.rows, v.err = rows, nil
+	v.sort()
+}
+
+func (v *view) sort() {
+	v.ids = v.ids[:0]
+	for id := range v.rows {
+		v.ids = append(v.ids, id)
+	}
+	slices.Sort(v.ids)
+}
+
+// failed reports whether the last load failed (the next batch of changes
+// loads everything again).
+func (v *view) failed() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.err != nil
+}
+
+// apply reads again each device the subjects name ("device/<id>").
+func (v *view) apply(ctx context.Context, subjects []string) {
+	for _, s := range subjects {
+		id, ok := strings.CutPrefix(s, "device/")
+		if !ok || strings.Contains(id, "/") {
+			continue
+		}
+		v.refresh(ctx, id)
+	}
+}
+
+func (v *view) refresh(ctx context.Context, id string) {
+	d, err := v.fleet.GetDevice(ctx, id)
+	var want fleet.Desired
+	if err == nil {
+		want, err = v.fleet.DesiredOf(ctx, id)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case fleet.ErrorCode(err) == fleet.ENOTFOUND:
+		if _, ok := v.rows[id]; ok {
+			delete(v.rows, id)
+			v.sort()
+		}
+	case err != nil:
+		if ctx.Err() == nil {
+			v.log.Warn("dashboard: read a device", "device", id, "error", err)
+		}
+	default:
+		_, had := v.rows[id]
+		v.rows[id] = newRow(d, want)
+		if !had {
+			v.sort()
+		}
+	}
+}
+
+// counts is the overview's numbers.
+type counts struct {
+	Devices, Online, Offline, Drifting, FailedSkills, Attention int
+}
+
+func (v *view) counts() counts {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var c counts
+	for _, r := range v.rows {
+		c.Devices++
+		if r.Online {
+			c.Online++
+		} else {
+			c.Offline++
+		}
+		if r.Drift {
+			c.Drifting++
+		}
+		c.FailedSkills += len(r.Failed)
+		if r.rank() < 3 {
+			c.Attention++
+		}
+	}
+	return c
+}
+
+// attention returns at most limit devices needing attention, worst first.
+func (v *view) attention(limit int) []*row {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []*row
+	for _, id := range v.ids {
+		if r := v.rows[id]; r.rank() < 3 {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *row) int { return a.rank() - b.rank() })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// deviceFilter narrows the device list.
+type deviceFilter struct {
+	Q     string // part of the id
+	Tag   string
+	State string // "", online, offline, drift, failed, attention
+	Skill string // has this skill (reported)
+}
+
+func (f deviceFilter) match(r *row) bool {
+	if f.Q != "" && !strings.Contains(r.ID, f.Q) {
+		return false
+	}
+	if f.Tag != "" && !slices.Contains(r.Tags, f.Tag) {
+		return false
+	}
+	if f.Skill != "" && !slices.ContainsFunc(r.Skills, func(s reportedSkill) bool { return s.ID == f.Skill }) {
+		return false
+	}
+	switch f.State {
+	case "online":
+		return r.Online
+	case "offline":
+		return !r.Online
+	case "drift":
+		return r.Drift
+	case "failed":
+		return len(r.Failed) > 0
+	case "attention":
+		return r.rank() < 3
+	}
+	return true
+}
+
+// list returns the page'th page (from 0) of size devices f matches, by id,
+// and how many match.
+func (v *view) list(f deviceFilter, page, size int) ([]*row, int) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []*row
+	total := 0
+	for _, id := range v.ids {
+		r := v.rows[id]
+		if !f.match(r) {
+			continue
+		}
+		if total >= page*size && total < (page+1)*size {
+			out = append(out, r)
+		}
+		total++
+	}
+	return out, total
+}
+
+func (v *view) get(id string) (*row, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	r, ok := v.rows[id]
+	return r, ok
+}
+
+// tags lists every tag in use.
+func (v *view) tags() []string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	seen := map[string]bool{}
+	for _, r := range v.rows {
+		for _, t := range r.Tags {
+			seen[t] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// install is one device's copy of a skill.
+type install struct {
+	Device  string
+	Online  bool
+	Version string
+	State   string
+	Error   string
+}
+
+// installs lists the first limit devices that report skill, by id, not
+// loaded first; with how many report it in each state.
+func (v *view) installs(skill string, limit int) ([]install, map[string]int) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var bad, good []install
+	states := map[string]int{}
+	for _, id := range v.ids {
+		r := v.rows[id]
+		for _, s := range r.Skills {
+			if s.ID != skill {
+				continue
+			}
+			states[s.State]++
+			in := install{Device: id, Online: r.Online, Version: s.Version, State: s.State, Error: s.Error}
+			switch {
+			case s.State != "loaded" && len(bad) < limit:
+				bad = append(bad, in)
+			case s.State == "loaded" && len(good) < limit:
+				good = append(good, in)
+			}
+		}
+	}
+	out := append(bad, good...)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, states
+}
+
+// installCounts counts each skill's devices.
+func (v *view) installCounts() map[string]int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := map[string]int{}
+	for _, r := range v.rows {
+		for _, s := range r.Skills {
+			out[s.ID]++
+		}
+	}
+	return out
+}
+
+// behind lists the devices that do not report skill at version (in any
+// state: one that has it and failed is not helped by installing it again):
+// "update all" installs it there.
+func (v *view) behind(skill, version string) []string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []string
+	for _, id := range v.ids {
+		r := v.rows[id]
+		if !slices.ContainsFunc(r.Skills, func(s reportedSkill) bool {
+			return s.ID == skill && s.Version == version
+		}) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// onlineOf reports each device's presence, for the rollout page's reasons.
+func (v *view) presence(id string) (online bool, r *row) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	r, ok := v.rows[id]
+	return ok && r.Online, r
+}
