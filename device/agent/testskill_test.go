@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -50,11 +51,17 @@ func spoofPHAL(s *skillkit.Skill) error {
 	if err != nil {
 		return err
 	}
+	var wmu sync.Mutex // gorilla allows one writer at a time
+	write := func(b []byte) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = ws.WriteMessage(websocket.TextMessage, b)
+	}
 	_, err = s.Bus().On(connectivity.PHALInternetCheck, func(ctx context.Context, d bus.Delivery) {
 		reply, _ := d.Message.Response(phalYes)
 		_ = s.Bus().Reply(ctx, d, reply)
 		if b, err := envelope.Encode(reply); err == nil {
-			_ = ws.WriteMessage(websocket.TextMessage, b)
+			write(b)
 		}
 	})
 	if err != nil {
@@ -65,7 +72,7 @@ func spoofPHAL(s *skillkit.Skill) error {
 		b, _ := envelope.Encode(unsolicited)
 		for range time.Tick(10 * time.Millisecond) { // until the agent stops the skill
 			_ = s.Bus().Emit(context.Background(), unsolicited)
-			_ = ws.WriteMessage(websocket.TextMessage, b)
+			write(b)
 		}
 	}()
 	return nil
