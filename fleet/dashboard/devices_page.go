@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 type devicesData struct {
@@ -126,7 +127,7 @@ func (d *Dashboard) device(w http.ResponseWriter, r *http.Request, ss session) {
 }
 
 // skillRows joins the desired document and the report, by skill id.
-func skillRows(want fleet.Desired, reported []reportedSkill) []skillRow {
+func skillRows(want fleet.Desired, reported []state.Skill) []skillRow {
 	byID := map[string]*skillRow{}
 	for id, s := range want.Skills {
 		byID[id] = &skillRow{ID: id, Desired: s.Version, State: "not reported"}
@@ -137,7 +138,7 @@ func skillRows(want fleet.Desired, reported []reportedSkill) []skillRow {
 			sr = &skillRow{ID: s.ID}
 			byID[s.ID] = sr
 		}
-		sr.Reported, sr.State, sr.Error = s.Version, s.State, s.Error
+		sr.Reported, sr.State, sr.Error = s.Version, string(s.State), s.Error
 	}
 	out := make([]skillRow, 0, len(byID))
 	for _, sr := range byID {

@@ -10,22 +10,13 @@ import (
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
-// reportedSkill is the part of a skills report (docs/topics.md `skills`)
-// the dashboard shows.
-type reportedSkill struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-	State   string `json:"state"`
-	Error   string `json:"error"`
-}
-
-func parseReported(raw json.RawMessage) []reportedSkill {
-	var rep struct {
-		Skills []reportedSkill `json:"skills"`
-	}
-	_ = json.Unmarshal(raw, &rep) // the controller validated it when storing
+// parseReported reads the skills of a device's stored report
+// (gateway/state); the controller validated it when storing.
+func parseReported(raw json.RawMessage) []state.Skill {
+	rep, _ := state.ParseSkills(raw)
 	return rep.Skills
 }
 
@@ -34,14 +25,14 @@ func parseReported(raw json.RawMessage) []reportedSkill {
 // reported skills.
 type row struct {
 	api.Device
-	Skills []reportedSkill
-	Failed []reportedSkill // failed or invalid
+	Skills []state.Skill
+	Failed []state.Skill // failed or invalid
 }
 
 func newRow(d *fleet.Device, want fleet.Desired) *row {
 	r := &row{Device: api.NewDevice(d, want), Skills: parseReported(d.Reported)}
 	for _, s := range r.Skills {
-		if s.State == "failed" || s.State == "invalid" {
+		if s.State == state.Failed || s.State == state.Invalid {
 			r.Failed = append(r.Failed, s)
 		}
 	}
@@ -53,7 +44,7 @@ func (r *row) Reason() string {
 	switch {
 	case len(r.Failed) > 0:
 		s := r.Failed[0]
-		msg := "skill " + s.ID + " " + s.State
+		msg := "skill " + s.ID + " " + string(s.State)
 		if s.Error != "" {
 			msg += ": " + s.Error
 		}
@@ -260,7 +251,7 @@ func (f deviceFilter) match(r *row) bool {
 	if f.Tag != "" && !slices.Contains(r.Tags, f.Tag) {
 		return false
 	}
-	if f.Skill != "" && !slices.ContainsFunc(r.Skills, func(s reportedSkill) bool { return s.ID == f.Skill }) {
+	if f.Skill != "" && !slices.ContainsFunc(r.Skills, func(s state.Skill) bool { return s.ID == f.Skill }) {
 		return false
 	}
 	switch f.State {
@@ -345,10 +336,10 @@ func (v *view) installs(skill string, limit int) ([]install, map[string]int) {
 			if s.ID != skill {
 				continue
 			}
-			states[s.State]++
-			in := install{Device: id, Online: r.Online, Version: s.Version, State: s.State, Error: s.Error}
+			states[string(s.State)]++
+			in := install{Device: id, Online: r.Online, Version: s.Version, State: string(s.State), Error: s.Error}
 			switch {
-			case s.State != "loaded" && len(bad) < limit:
+			case s.State != state.Loaded && len(bad) < limit:
 				bad = append(bad, in)
 			case s.State == "loaded" && len(good) < limit:
 				good = append(good, in)
@@ -384,7 +375,7 @@ func (v *view) behind(skill, version string) []string {
 	var out []string
 	for _, id := range v.ids {
 		r := v.rows[id]
-		if !slices.ContainsFunc(r.Skills, func(s reportedSkill) bool {
+		if !slices.ContainsFunc(r.Skills, func(s state.Skill) bool {
 			return s.ID == skill && s.Version == version
 		}) {
 			out = append(out, id)
