@@ -304,7 +304,7 @@ func (k *contract) deviceEndpoints(v fleet.SkillVersion, pass string) {
 func (k *contract) rollouts(v fleet.SkillVersion) {
 	t, c, ctx := k.t, k.c, k.ctx
 	r, err := c.CreateRollout(ctx, api.RolloutRequest{SkillID: v.SkillID, Version: v.Version, Action: fleet.RolloutInstall,
-		Targets:  []fleet.Target{fleet.DeviceTarget("pi-2")},
+		Targets: []fleet.Target{fleet.DeviceTarget("pi-2")},
 		Strategy: api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute),
 			Deadline: api.Duration(time.Hour), RatePerMin: 8, RampBasePerMin: 2, RampEvery: api.Duration(30 * time.Second)}})
 	k.call("CreateRollout", err)

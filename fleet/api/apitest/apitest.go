@@ -93,7 +93,7 @@ func Cases() []Case {
 			"skill_id":"hello.chorus","version":"1.0.0","sha256":"` + strings.Repeat("a", 64) + `","size":417,"title":"hello.chorus",
 			"description":"Answers hello","requirements":[],"published_at":"2026-11-29T19:00:00Z"},"score":1.5}]}`},
 		{"rollout request", api.RolloutRequest{SkillID: "weather.chorus", Version: "2.1.0", Action: fleet.RolloutInstall,
-			Targets:  []fleet.Target{fleet.DeviceTarget("pi-9"), fleet.TagTarget("home")},
+			Targets: []fleet.Target{fleet.DeviceTarget("pi-9"), fleet.TagTarget("home")},
 			Strategy: api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 20, MinExecuted: 3, Timeout: api.Duration(90 * time.Second),
 				Deadline: api.Duration(time.Hour), RatePerMin: 40, RampBasePerMin: 5, RampEvery: api.Duration(2 * time.Minute)}},
 			`{"skill_id":"weather.chorus","version":"2.1.0","action":"install","targets":[{"kind":"device","value":"pi-9"},
