@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -313,4 +315,20 @@ func contains[T comparable](list []T, v T) bool {
 		}
 	}
 	return false
+}
+
+// ParseRate reads a start rate as the CLI and the dashboard take it: "N/min"
+// or a bare N (per minute); "" and "0" are no cap. A bad or negative rate is
+// ErrInvalid naming the form wanted.
+func ParseRate(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, nil
+	}
+	num := strings.TrimSpace(strings.TrimSuffix(t, "/min"))
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 {
+		return 0, Errorf(EINVALID, "rate %q: want a whole number of starts per minute, e.g. 10/min (0: no cap)", s)
+	}
+	return n, nil
 }

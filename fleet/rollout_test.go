@@ -140,3 +140,17 @@ func TestStartRate(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "0": 0, "10/min": 10, " 5 /min": 5, "7": 7} {
+		if got, err := fleet.ParseRate(in); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-3/min", "fast", "10/s", "1.5/min", "/min"} {
+		_, err := fleet.ParseRate(in)
+		if fleet.ErrorCode(err) != fleet.EINVALID || !strings.Contains(err.Error(), "e.g. 10/min") {
+			t.Errorf("ParseRate(%q) = %v, want EINVALID naming the form", in, err)
+		}
+	}
+}
