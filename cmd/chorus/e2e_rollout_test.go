@@ -161,4 +161,3 @@ func rowHas(table, id string, words ...string) bool {
 	}
 	return false
 }
-
