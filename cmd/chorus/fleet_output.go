@@ -114,7 +114,8 @@ type fleetProgress struct {
 	tty       bool
 	last      string
 	heartbeat time.Duration
-	start     time.Time // of the wait
+	now       func() time.Time // time.Now unless a test sets it
+	start     time.Time        // of the wait
 	shownAt   time.Time // when a line was last written
 }
 
@@ -129,7 +130,10 @@ func newFleetProgress(w io.Writer) *fleetProgress {
 }
 
 func (p *fleetProgress) show(line string) {
-	now := time.Now()
+	if p.now == nil {
+		p.now = time.Now
+	}
+	now := p.now()
 	if p.start.IsZero() {
 		p.start = now
 	}
