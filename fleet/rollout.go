@@ -110,7 +110,6 @@ const (
 	ReasonOfflineSince   = "offline since"          // + " " + RFC 3339 time
 	ReasonOffline        = "offline"                // never seen online
 	ReasonInstalledWait  = "installed, waiting for" // + " internet", ...
-	ReasonWaitingReport  = "waiting for the device's report"
 	ReasonWaitingToStart = "waiting to start"
 )
 

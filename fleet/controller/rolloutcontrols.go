@@ -41,6 +41,9 @@ func (c *Controller) expire(ctx context.Context, r *fleet.Rollout, n tally, cana
 // rate (-1: no cap), and the rate in force. Starts are counted over the last
 // rateWindow on the injected wall clock; the log is the engine's own and
 // starts empty after a restart (at worst one window's worth starts early).
+// A start that lies in the future was logged before the clock was set back
+// (NTP on a Pi without an RTC): it is dropped rather than holding the
+// rollout until the clock catches up.
 func (c *Controller) rateSlots(r *fleet.Rollout, now time.Time) (slots, rate int) {
 	rate = r.StartRate(now.Sub(r.StartedAt))
 	if rate <= 0 {
@@ -49,7 +52,7 @@ func (c *Controller) rateSlots(r *fleet.Rollout, now time.Time) (slots, rate int
 	log := c.starts[r.ID]
 	keep := log[:0]
 	for _, at := range log {
-		if now.Sub(at) < rateWindow {
+		if age := now.Sub(at); age >= 0 && age < rateWindow {
 			keep = append(keep, at)
 		}
 	}

@@ -323,3 +323,21 @@ func TestMinFinishedBeforeThreshold(t *testing.T) {
 		t.Errorf("reason %q", r.Reason)
 	}
 }
+
+// A wall clock set back (NTP on a Pi without an RTC) does not hold the
+// rollout until it catches up: starts logged "in the future" are dropped.
+func TestStartRateClockSetBack(t *testing.T) {
+	clock := newStepClock()
+	e := newStepEnv(t, clock)
+	ctx := context.Background()
+	e.publish("hello.test", "1.0.0")
+	onlineAgents(t, e, "silent", "pi-1", "pi-2", "pi-3")
+	r, err := e.ctl.CreateRollout(ctx, "test", &fleet.Rollout{SkillID: "hello.test", Action: fleet.RolloutInstall,
+		Targets: []fleet.Target{fleet.AllTarget()}, Strategy: fleet.Strategy{RatePerMin: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRate(t, e, r.ID, 1, "waiting for start rate (1/min)")
+	clock.Add(-time.Hour)
+	waitRate(t, e, r.ID, 2, "waiting for start rate (1/min)")
+}
