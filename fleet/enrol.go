@@ -132,4 +132,3 @@ type JoinResult struct {
 	Pending     *PendingDevice
 	PollSecret  string
 }
-

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"time"
-
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
 )
@@ -64,9 +62,6 @@ type JoinResponse struct {
 	Status      string                    `json:"status"`
 	Pending     *PendingTicket            `json:"pending,omitempty"`
 	Credentials *configs.AgentCredentials `json:"credentials,omitempty"`
-	// PollAfter is how long the agent waits before its next poll, in
-	// seconds, while pending.
-	PollAfter int `json:"poll_after,omitempty"`
 }
 
 // PendingTicket is what a pending agent polls with: the entry's id, and the
@@ -80,6 +75,3 @@ type PendingTicket struct {
 type PendingDevicesResponse struct {
 	Pending []fleet.PendingDevice `json:"pending"`
 }
-
-// DefaultPollAfter is the join poll interval the gateway asks for.
-const DefaultPollAfter = 5 * time.Second

@@ -66,7 +66,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, api.JoinResponse{Status: api.JoinPending,
-		Pending: &api.PendingTicket{ID: res.Pending.ID, Secret: res.PollSecret}, PollAfter: pollAfter()})
+		Pending: &api.PendingTicket{ID: res.Pending.ID, Secret: res.PollSecret}})
 }
 
 // pollJoin is POST /v1/join/{id}: a pending agent, with its poll secret as
@@ -86,10 +86,8 @@ func (s *Server) pollJoin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.JoinResponse{Status: api.JoinAccepted, Credentials: res.Credentials})
 		return
 	}
-	writeJSON(w, http.StatusAccepted, api.JoinResponse{Status: api.JoinPending, PollAfter: pollAfter()})
+	writeJSON(w, http.StatusAccepted, api.JoinResponse{Status: api.JoinPending})
 }
-
-func pollAfter() int { return int(api.DefaultPollAfter / time.Second) }
 
 func clientHost(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
