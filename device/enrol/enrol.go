@@ -44,7 +44,7 @@ const (
 // PollMax (docs/install.md, "Waiting for accept").
 const (
 	DefaultPollMin = time.Second
-	DefaultPollMax = 30 * time.Second
+	DefaultPollMax = 15 * time.Second
 )
 
 // Config configures Run.
