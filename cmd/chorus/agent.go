@@ -99,7 +99,7 @@ func (a *app) newAgentJoinCmd() *cobra.Command {
 		Short: "Enrol this satellite with a join token, then run the agent",
 		Long: "Enrol this satellite with a token from `chorus fleet token create` and run the agent.\n\n" +
 			"The token carries the gateway's URL; with TLS its certificate pin is checked before anything is sent.\n" +
-			"The credentials are written to <data-dir>/credentials.json (0600, the data dir 0700). If the token\n" +
+			"The credentials are written to <data-dir>/enrolment/credentials.json (0600, in a 0700 dir). If the token\n" +
 			"needs an operator's accept, the agent waits, polling with backoff up to 15 s, until someone runs\n" +
 			"`chorus fleet device accept <pending-id>` (or rejects it: then it exits with an error). Once enrolled,\n" +
 			"running the same command again uses the credentials file and ignores the token.",

@@ -110,7 +110,7 @@ func TestJoinE2E(t *testing.T) {
 	var pend struct {
 		Ticket api.PendingTicket `json:"ticket"`
 	}
-	b, err := os.ReadFile(filepath.Join(dataA, enrol.PendingFile))
+	b, err := os.ReadFile(enrol.PendingPath(dataA))
 	if err != nil || json.Unmarshal(b, &pend) != nil {
 		t.Fatalf("pending file: %v", err)
 	}

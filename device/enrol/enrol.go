@@ -3,11 +3,12 @@
 // before sending anything, joins over HTTP, waits while an operator has not
 // accepted it, and writes the agent's credentials file.
 //
-// What it keeps in the data dir (0700):
+// What it keeps in <data-dir>/enrolment (0700; the data dir itself stays
+// searchable for skills, docs/install.md):
 //   - credentials.json (0600): the agent's credentials once enrolled; when
 //     present, Run returns them without asking the gateway anything, so
 //     `chorus agent join TOKEN` can be the command a service runs every boot.
-//   - join-pending.json (0600): the pending enrolment's ticket while an
+//   - pending.json (0600): the pending enrolment's ticket while an
 //     operator has not decided, so a restart goes on waiting instead of
 //     spending another use of the token.
 package enrol
@@ -34,10 +35,11 @@ import (
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
-// File names in the data dir.
+// Where Run keeps its files: Dir under the data dir, 0700.
 const (
+	Dir             = "enrolment"
 	CredentialsFile = "credentials.json"
-	PendingFile     = "join-pending.json"
+	PendingFile     = "pending.json"
 )
 
 // Poll backoff while pending: it starts at PollMin and doubles up to
@@ -67,7 +69,10 @@ type pending struct {
 }
 
 // CredentialsPath is where Run writes the credentials in dataDir.
-func CredentialsPath(dataDir string) string { return filepath.Join(dataDir, CredentialsFile) }
+func CredentialsPath(dataDir string) string { return filepath.Join(dataDir, Dir, CredentialsFile) }
+
+// PendingPath is where Run keeps a pending enrolment's ticket in dataDir.
+func PendingPath(dataDir string) string { return filepath.Join(dataDir, Dir, PendingFile) }
 
 // Run returns the agent's credentials: those already in the data dir, or
 // new ones from joining with cfg.Token (waiting, with bounded backoff,
@@ -88,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (configs.AgentCredentials, error) {
 		cfg.Logger.Info("already enrolled: using the credentials file, not the token", "file", credsPath)
 		return configs.ReadAgentCredentials(credsPath)
 	}
-	if err := secureDir(cfg.DataDir); err != nil {
+	if err := secureDir(filepath.Join(cfg.DataDir, Dir)); err != nil {
 		return configs.AgentCredentials{}, err
 	}
 	p, ok, err := readPending(cfg.DataDir)
@@ -98,7 +103,7 @@ func Run(ctx context.Context, cfg Config) (configs.AgentCredentials, error) {
 	if !ok {
 		return join(ctx, cfg)
 	}
-	cfg.Logger.Info("resuming a pending enrolment", "file", filepath.Join(cfg.DataDir, PendingFile), "pending", p.Ticket.ID)
+	cfg.Logger.Info("resuming a pending enrolment", "file", PendingPath(cfg.DataDir), "pending", p.Ticket.ID)
 	return wait(ctx, cfg, p)
 }
 
@@ -128,7 +133,7 @@ func join(ctx context.Context, cfg Config) (configs.AgentCredentials, error) {
 	}
 	p := pending{URL: tok.URL, CAPin: tok.CAPin, Device: device, Ticket: *res.Pending}
 	b, _ := json.MarshalIndent(p, "", "  ")
-	if err := configs.WriteFileAtomic(filepath.Join(cfg.DataDir, PendingFile), append(b, '\n'), 0o600); err != nil {
+	if err := configs.WriteFileAtomic(PendingPath(cfg.DataDir), append(b, '\n'), 0o600); err != nil {
 		return configs.AgentCredentials{}, fmt.Errorf("save the pending enrolment: %w", err)
 	}
 	return wait(ctx, cfg, p)
@@ -159,7 +164,7 @@ func wait(ctx context.Context, cfg Config, p pending) (configs.AgentCredentials,
 		case err == nil && res.Status == api.JoinAccepted && res.Credentials != nil:
 			creds, err := save(cfg, *res.Credentials)
 			if err == nil {
-				_ = os.Remove(filepath.Join(cfg.DataDir, PendingFile))
+				_ = os.Remove(PendingPath(cfg.DataDir))
 			}
 			return creds, err
 		case err == nil:
@@ -170,7 +175,7 @@ func wait(ctx context.Context, cfg Config, p pending) (configs.AgentCredentials,
 			return configs.AgentCredentials{}, ctx.Err()
 		default:
 			if fleetclient.IsCode(err, api.CodeNotFound) || fleetclient.IsCode(err, api.CodeUnauthorized) {
-				_ = os.Remove(filepath.Join(cfg.DataDir, PendingFile))
+				_ = os.Remove(PendingPath(cfg.DataDir))
 			}
 			return configs.AgentCredentials{}, fmt.Errorf("pending enrolment %s: %w", p.Ticket.ID, err)
 		}
@@ -189,7 +194,7 @@ func save(cfg Config, c configs.AgentCredentials) (configs.AgentCredentials, err
 }
 
 func readPending(dataDir string) (pending, bool, error) {
-	path := filepath.Join(dataDir, PendingFile)
+	path := PendingPath(dataDir)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return pending{}, false, nil
@@ -204,19 +209,23 @@ func readPending(dataDir string) (pending, bool, error) {
 	return p, true, nil
 }
 
-// secureDir creates dir 0700, or narrows an existing one to 0700: it holds
-// the agent's secrets (docs/security.md).
+// secureDir creates dir 0700 (its parents 0711, as the agent keeps the data
+// dir), or narrows an existing one to 0700: it holds the agent's secrets
+// (docs/security.md).
 func secureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("data dir: %w", err)
+		return fmt.Errorf("%s: %w", dir, err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("data dir %s is readable by others and cannot be narrowed to 0700: %w", dir, err)
+			return fmt.Errorf("%s is open to others and cannot be narrowed to 0700: %w", dir, err)
 		}
 	}
 	return nil
@@ -254,22 +263,27 @@ func IDFromHostname(h string) string {
 	return s
 }
 
-// Client is an API client without operator token for baseURL; with pin it
-// accepts the server only when its chain holds the certificate whose
-// SHA-256 is pin and the server's certificate verifies up to it, checked
-// in the TLS handshake, before any request is sent.
+// Client is an API client without operator token for baseURL, pinned to
+// pin when it is set (PinnedHTTPClient).
 func Client(baseURL, pin string) (*fleetclient.Client, error) {
 	hc := &http.Client{Timeout: 30 * time.Second}
 	if pin != "" {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = &tls.Config{
-			MinVersion:         tls.VersionTLS12,
-			InsecureSkipVerify: true, // replaced by VerifyConnection's pinned check
-			VerifyConnection:   func(cs tls.ConnectionState) error { return VerifyPinned(cs, pin) },
-		}
-		hc.Transport = tr
+		hc = PinnedHTTPClient(pin)
 	}
 	return fleetclient.New(fleetclient.Config{BaseURL: baseURL, HTTPClient: hc, UserAgent: "chorus-agent-join"})
+}
+
+// PinnedHTTPClient accepts a TLS server only when its chain holds the
+// certificate whose SHA-256 is pin and the server's certificate verifies
+// up to it, checked in the TLS handshake, before any request is sent.
+func PinnedHTTPClient(pin string) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, // replaced by VerifyConnection's pinned check
+		VerifyConnection:   func(cs tls.ConnectionState) error { return VerifyPinned(cs, pin) },
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: tr}
 }
 
 // VerifyPinned checks a TLS server's chain against pin: some certificate of

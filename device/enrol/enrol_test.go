@@ -50,9 +50,9 @@ func fastPoll(dataDir, token, device string) enrol.Config {
 // checkFiles: the credentials file is 0600 in a 0700 dir and names device.
 func checkFiles(t *testing.T, dataDir, device string) {
 	t.Helper()
-	fi, err := os.Stat(dataDir)
+	fi, err := os.Stat(filepath.Join(dataDir, enrol.Dir))
 	if err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("data dir mode %v, %v; want 0700", fi.Mode().Perm(), err)
+		t.Errorf("enrolment dir mode %v, %v; want 0700", fi.Mode().Perm(), err)
 	}
 	path := enrol.CredentialsPath(dataDir)
 	fi, err = os.Stat(path)
@@ -63,7 +63,7 @@ func checkFiles(t *testing.T, dataDir, device string) {
 	if err != nil || c.Device != device {
 		t.Errorf("credentials file = %+v, %v", c, err)
 	}
-	if _, err := os.Stat(filepath.Join(dataDir, enrol.PendingFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(enrol.PendingPath(dataDir)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pending file left behind: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestRunWaitsForAccept(t *testing.T) {
 	t.Parallel()
 	c := gateway(t)
 	dir := t.TempDir()
-	os.Chmod(dir, 0o755) // narrowed by Run: it will hold secrets
+	os.MkdirAll(filepath.Join(dir, enrol.Dir), 0o755) // narrowed by Run: it will hold secrets
 	token := newToken(t, c, false)
 
 	// The first run is stopped while pending; the next one resumes the same
@@ -144,7 +144,7 @@ func TestRunWaitsForAccept(t *testing.T) {
 	var fi os.FileInfo
 	var err error
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if fi, err = os.Stat(filepath.Join(dir, enrol.PendingFile)); err == nil {
+		if fi, err = os.Stat(enrol.PendingPath(dir)); err == nil {
 			break
 		}
 	}
@@ -183,8 +183,8 @@ func TestRunRejected(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "rejected") {
 		t.Fatalf("Run after reject = %v; want an error saying it was rejected", r.err)
 	}
-	for _, f := range []string{enrol.CredentialsFile, enrol.PendingFile} {
-		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+	for _, f := range []string{enrol.CredentialsPath(dir), enrol.PendingPath(dir)} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s after reject: %v", f, err)
 		}
 	}
