@@ -64,6 +64,9 @@ func (a *app) newFleetTokenCreateCmd(f *fleetFlags) *cobra.Command {
 			}
 			fmt.Fprintf(a.stderr, "join token %s: %d use(s), expires %s, %s; shown only now. On a satellite:\n  chorus agent join TOKEN\n",
 				out.Token.ID, out.Token.Uses, fleetTime(out.Token.ExpiresAt), mode)
+			if tok, err := api.ParseJoinToken(out.Text); err == nil && tok.LocalOnly() {
+				fmt.Fprintf(a.stderr, "warning: the token points satellites at %s, which only this machine can reach: give the gateway the address satellites use (its advertised HTTP URL) and make a new token\n", tok.URL)
+			}
 			fmt.Fprintln(a.stdout, out.Text)
 			return nil
 		}),

@@ -647,6 +647,7 @@ func TestFleetEnrolCommands(t *testing.T) {
 	t.Parallel()
 	g := startFleetGateway(t)
 	ctx := fleetCtx(t)
+	var stderr string
 	run := func(want []string, args ...string) string {
 		t.Helper()
 		f := g.front(t)
@@ -657,9 +658,14 @@ func TestFleetEnrolCommands(t *testing.T) {
 		if got := f.lines(); !slices.Equal(got, want) {
 			t.Errorf("%v: requests = %q, want %q", args, got, want)
 		}
+		stderr = r.stderr
 		return r.stdout
 	}
 	out := run([]string{"POST /v1/join-tokens"}, "token", "create", "--tag", "kitchen", "--uses", "3", "--ttl", "2h")
+	// The test gateway is on loopback: the CLI says satellites cannot use it.
+	if !strings.Contains(stderr, "only this machine can reach") || !strings.Contains(stderr, "3 use(s)") {
+		t.Errorf("token create stderr = %q; want the uses and the loopback warning", stderr)
+	}
 	tok, err := api.ParseJoinToken(out)
 	if err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Fatalf("token create printed %q: %v; want the token alone on stdout", out, err)

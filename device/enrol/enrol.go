@@ -49,6 +49,9 @@ const (
 	DefaultPollMax = 15 * time.Second
 )
 
+// remindEvery is how often a pending agent says again that it waits.
+const remindEvery = 5 * time.Minute
+
 // Config configures Run.
 type Config struct {
 	Token   string // the join token's text; unused when the data dir already holds credentials or a pending ticket
@@ -147,10 +150,18 @@ func wait(ctx context.Context, cfg Config, p pending) (configs.AgentCredentials,
 	if err != nil {
 		return configs.AgentCredentials{}, err
 	}
-	cfg.Logger.Info(fmt.Sprintf("waiting for an operator to accept this device: run `chorus fleet device accept %s` on the gateway (or use the dashboard)", p.Ticket.ID),
-		"device", p.Device, "pending", p.Ticket.ID)
+	waiting := func() {
+		cfg.Logger.Info(fmt.Sprintf("waiting for an operator to accept this device: run `chorus fleet device accept %s` on the gateway (or use the dashboard)", p.Ticket.ID),
+			"device", p.Device, "pending", p.Ticket.ID)
+	}
+	waiting()
+	lastSaid := time.Now()
 	delay := cfg.PollMin
 	for {
+		if time.Since(lastSaid) >= remindEvery {
+			waiting() // an operator reading the log later still finds what to do
+			lastSaid = time.Now()
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -59,6 +60,21 @@ func ParseJoinToken(s string) (JoinToken, error) {
 		return JoinToken{}, fmt.Errorf("join token: %w%s", err, fix)
 	}
 	return t, nil
+}
+
+// LocalOnly reports whether the token's URL names a loopback or wildcard
+// address, which another machine cannot use to reach the gateway.
+func (t JoinToken) LocalOnly() bool {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
 }
 
 func (t JoinToken) validate() error {

@@ -69,3 +69,14 @@ func FuzzParseJoinToken(f *testing.F) {
 		}
 	})
 }
+
+func TestJoinTokenLocalOnly(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://[::]:8080": true, "http://0.0.0.0:8080": true, "http://127.0.0.1:8080": true, "http://localhost:8080": true,
+		"http://192.168.1.10:8080": false, "https://gateway.local:8443": false, "http://[fd00::1]:8080": false,
+	} {
+		if got := (api.JoinToken{URL: u}).LocalOnly(); got != want {
+			t.Errorf("LocalOnly(%s) = %v, want %v", u, got, want)
+		}
+	}
+}
