@@ -310,3 +310,48 @@ func TestJoinRateLimited(t *testing.T) {
 		t.Errorf("operator call while the join endpoint is limited: %d", resp.StatusCode)
 	}
 }
+
+// An operator's other actions between a join and its collection: the id
+// taken meanwhile, the accepted device removed before its agent collected
+// its credentials, a reject after the accept.
+func TestJoinAcceptEdgeCases(t *testing.T) {
+	t.Parallel()
+	e := startEnrol(t, httpapi.Config{})
+	op := bearer(token)
+	tok := e.newJoinToken(t, `{"uses":3}`)
+	pend := func(device string) api.PendingTicket {
+		t.Helper()
+		resp, b := do(t, e.srv, call{"POST", "/v1/join", joinBody(tok, device), nil}, nil)
+		if resp.StatusCode != 202 {
+			t.Fatalf("join %s: %d %s", device, resp.StatusCode, b)
+		}
+		return *decode[api.JoinResponse](t, b).Pending
+	}
+
+	taken := pend("pi-c")
+	do(t, e.srv, call{"POST", "/v1/devices", `{"id":"pi-c"}`, op}, nil)
+	if resp, b := do(t, e.srv, call{"POST", "/v1/pending-devices/" + taken.ID + "/accept", "", op}, nil); resp.StatusCode != 409 || !strings.Contains(string(b), "chorus fleet device reject "+taken.ID) {
+		t.Errorf("accept of an id taken meanwhile: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := do(t, e.srv, call{"POST", "/v1/join/" + taken.ID, "", bearer(taken.Secret)}, nil); resp.StatusCode != 202 {
+		t.Errorf("poll after the refused accept: %d %s; want still pending", resp.StatusCode, b)
+	}
+
+	gone := pend("pi-d")
+	if resp, b := do(t, e.srv, call{"POST", "/v1/pending-devices/" + gone.ID + "/accept", "", op}, nil); resp.StatusCode != 200 {
+		t.Fatalf("accept: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := do(t, e.srv, call{"POST", "/v1/pending-devices/" + gone.ID + "/reject", "", op}, nil); resp.StatusCode != 409 || !strings.Contains(string(b), "chorus fleet device rm pi-d") {
+		t.Errorf("reject after accept: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := do(t, e.srv, call{"POST", "/v1/pending-devices/" + gone.ID + "/accept", "", op}, nil); resp.StatusCode != 200 || decode[api.DeviceResponse](t, b).Device.ID != "pi-d" {
+		t.Errorf("second accept: %d %s; want the device again", resp.StatusCode, b)
+	}
+	do(t, e.srv, call{"DELETE", "/v1/devices/pi-d", "", op}, nil)
+	if resp, b := do(t, e.srv, call{"POST", "/v1/join/" + gone.ID, "", bearer(gone.Secret)}, nil); resp.StatusCode != 404 || !strings.Contains(string(b), "removed after it was accepted") {
+		t.Errorf("poll after the accepted device was removed: %d %s", resp.StatusCode, b)
+	}
+	if _, b := do(t, e.srv, call{"GET", "/v1/pending-devices", "", op}, nil); strings.Contains(string(b), gone.ID) {
+		t.Errorf("the ended enrolment is still pending: %s", b)
+	}
+}
