@@ -103,7 +103,12 @@ func (a *app) newAgentJoinCmd() *cobra.Command {
 			"needs an operator's accept, the agent waits, polling with backoff up to 15 s, until someone runs\n" +
 			"`chorus fleet device accept <pending-id>` (or rejects it: then it exits with an error). Once enrolled,\n" +
 			"running the same command again uses the credentials file and ignores the token.",
-		Args: cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fleetUsage(fmt.Errorf("want one join token (as printed by `chorus fleet token create` on the gateway), got %d arguments", len(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, warnings, err := configs.Load(f.config)
 			if err != nil {

@@ -161,6 +161,9 @@ func TestJoinE2E(t *testing.T) {
 	if _, ok := device("pi-x"); ok {
 		t.Error("a refused join added a device")
 	}
+	if _, err := os.Stat(filepath.Join(work, "agent-x")); !os.IsNotExist(err) {
+		t.Errorf("refused joins left their data dir behind: %v", err)
+	}
 	if audit := mustChorus(t, work, fleetArgs("fleet", "audit")...); !strings.Contains(audit, "device.join") || !strings.Contains(audit, "token.revoke") {
 		t.Errorf("audit lacks the joins:\n%s", audit)
 	}

@@ -96,15 +96,15 @@ func Run(ctx context.Context, cfg Config) (configs.AgentCredentials, error) {
 		cfg.Logger.Info("already enrolled: using the credentials file, not the token", "file", credsPath)
 		return configs.ReadAgentCredentials(credsPath)
 	}
-	if err := secureDir(filepath.Join(cfg.DataDir, Dir)); err != nil {
-		return configs.AgentCredentials{}, err
-	}
 	p, ok, err := readPending(cfg.DataDir)
 	if err != nil {
 		return configs.AgentCredentials{}, err
 	}
 	if !ok {
 		return join(ctx, cfg)
+	}
+	if err := secureDir(filepath.Join(cfg.DataDir, Dir)); err != nil {
+		return configs.AgentCredentials{}, err
 	}
 	cfg.Logger.Info("resuming a pending enrolment", "file", PendingPath(cfg.DataDir), "pending", p.Ticket.ID)
 	return wait(ctx, cfg, p)
@@ -123,9 +123,16 @@ func join(ctx context.Context, cfg Config) (configs.AgentCredentials, error) {
 	if err != nil {
 		return configs.AgentCredentials{}, err
 	}
+	// The directory is made before the token is spent, so that what the
+	// gateway answers can be kept; a refused join removes what it made.
+	undo, err := makeDirs(cfg.DataDir)
+	if err != nil {
+		return configs.AgentCredentials{}, err
+	}
 	cfg.Logger.Info("joining the fleet", "gateway", tok.URL, "device", device, "token", tok.ID, "pinned", tok.CAPin != "")
 	res, err := c.Join(ctx, api.JoinRequest{Token: tok.ID, Secret: tok.Secret, Device: device})
 	if err != nil {
+		undo()
 		return configs.AgentCredentials{}, fmt.Errorf("join %s as %s: %w", tok.URL, device, err)
 	}
 	if res.Status == api.JoinAccepted && res.Credentials != nil {
@@ -218,6 +225,27 @@ func readPending(dataDir string) (pending, bool, error) {
 		return pending{}, false, fmt.Errorf("pending enrolment %s is damaged: remove it and join again with a new token", path)
 	}
 	return p, true, nil
+}
+
+// makeDirs makes the data dir and its enrolment dir (secureDir) and
+// returns what removes those of them that did not exist before, when
+// still empty.
+func makeDirs(dataDir string) (undo func(), err error) {
+	dir := filepath.Join(dataDir, Dir)
+	var made []string
+	for _, d := range []string{dataDir, dir} {
+		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+			made = append(made, d)
+		}
+	}
+	if err := secureDir(dir); err != nil {
+		return nil, err
+	}
+	return func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			_ = os.Remove(made[i]) // only an empty directory goes
+		}
+	}, nil
 }
 
 // secureDir creates dir 0700 (its parents 0711, as the agent keeps the data

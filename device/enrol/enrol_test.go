@@ -204,13 +204,13 @@ func TestRunRefusals(t *testing.T) {
 		{"wrong secret", bad.String(), "pi-x", "not recognised"},
 		{"bad device", good.String(), "-x", "--device"},
 	} {
-		dir := t.TempDir()
+		dir := filepath.Join(t.TempDir(), "data")
 		_, err := enrol.Run(context.Background(), fastPoll(dir, tc.token, tc.device))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
 		}
-		if _, err := os.Stat(enrol.CredentialsPath(dir)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s: credentials written: %v", tc.name, err)
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: a refused join left the data dir behind: %v", tc.name, err)
 		}
 	}
 }
