@@ -78,6 +78,7 @@ fuzz ./fleet/catalog FuzzSearchResolve
 fuzz ./fleet/httpapi FuzzRequestBody
 fuzz ./fleet/controller FuzzStatePayload
 fuzz ./fleet/dashboard FuzzRolloutForm
+fuzz ./fleet/api FuzzParseJoinToken
 
 echo "== the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # Without -race: several of mochi's upstream tests race their own pipes.
