@@ -27,6 +27,7 @@ type Config struct {
 	Connectivity  Connectivity  `json:"connectivity"`
 	HomeAssistant HomeAssistant `json:"homeassistant"`
 	Bridge        Bridge        `json:"bridge"`
+	Agent         Agent         `json:"agent"`
 	// ReadySettings is OVOS's ready_settings: what the agent waits for
 	// before it emits mycroft.ready (device/skillmanager ready.go).
 	ReadySettings []string `json:"ready_settings"`
@@ -46,6 +47,14 @@ type Bridge struct {
 	Hold          int               `json:"hold"`            // messages held per offline satellite
 	Rate          float64           `json:"rate"`            // inbound messages a second per route
 	Burst         int               `json:"burst"`
+}
+
+// Agent configures the agent's own connection to the broker (agent only).
+// How soon a lost device shows offline is about 1.5 × keepalive (the
+// broker's detection [MQTT-3.1.2-22]) plus will_delay.
+type Agent struct {
+	KeepAlive Seconds `json:"keepalive"`  // MQTT keepalive, whole seconds, 5 to 600
+	WillDelay Seconds `json:"will_delay"` // the Will's delay before offline is published, 1 to 300
 }
 
 // Log configures logging.
@@ -222,6 +231,7 @@ func Default() Config {
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},
 		Bridge:        Bridge{Twins: "off", TwinsByDevice: map[string]string{}, Grace: 30, Hold: 64, Rate: 10, Burst: 20},
+		Agent:         Agent{KeepAlive: 30, WillDelay: 5},
 		ReadySettings: []string{"skills"},
 	}
 }
