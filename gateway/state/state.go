@@ -27,8 +27,8 @@ const (
 	MaxConnectivity = 4 << 10
 	MaxSkills       = 256 << 10 // a device's whole skill table
 
-	MaxOutputLines = 10  // output lines a failed skill's report keeps
-	MaxOutputLine  = 200 // bytes of each, cut at a rune boundary
+	MaxOutputLines = 5   // output lines a failed skill's report keeps (the whole table fits MaxSkills)
+	MaxOutputLine  = 160 // bytes of each, cut at a rune boundary
 )
 
 // ErrInvalid is wrapped by every parse error.
