@@ -25,6 +25,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/dirlock"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -78,6 +79,7 @@ type Main struct {
 	dash    *dashboard.Dashboard
 	http    *httpapi.Server
 	up      configs.Up
+	lock    *dirlock.Lock // the data dir's, released last by Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -107,7 +109,16 @@ func (m *Main) run(ctx context.Context) error {
 	if m.cfg.External != nil {
 		device = ""
 	}
+	// One process per data dir (issue 16): a second gateway would rewrite
+	// up.json and share the broker store and fleet.db with this one.
+	what := "chorus gateway"
+	if m.cfg.LocalDevice != "" {
+		what = "chorus up"
+	}
 	var err error
+	if m.lock, err = dirlock.Acquire(cfg.DataDir, what); err != nil {
+		return err
+	}
 	if m.local, err = localauth.LoadOrCreate(cfg.DataDir, device); err != nil {
 		return err
 	}
@@ -332,6 +343,7 @@ func (m *Main) close() error {
 	case m.broker != nil:
 		errs = append(errs, m.broker.Close())
 	}
+	errs = append(errs, m.lock.Release())
 	return errors.Join(errs...)
 }
 
