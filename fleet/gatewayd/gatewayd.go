@@ -25,6 +25,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/advertise"
 	"github.com/chorus-edge/chorus/gateway/dirlock"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
@@ -47,6 +48,9 @@ type Config struct {
 	ValidateSkill func(dir string) (controller.SkillInfo, error)
 	Version       string // on /healthz and in Home Assistant's discovery
 	Logger        *slog.Logger
+	// Host is what advertised addresses are derived from when none is
+	// configured (gateway/advertise); the zero value reads this host.
+	Host advertise.Host
 }
 
 func (c *Config) setDefaults() {
@@ -134,6 +138,10 @@ func (m *Main) run(ctx context.Context) error {
 		return err
 	}
 	m.up = configs.Up{MQTTURL: m.mqttURL(), HTTPURL: httpURL(ln, tlsCfg), Observer: m.local.Observer, Operator: m.local.Operator}
+	if m.up.AdvertiseMQTTURL, m.up.AdvertiseHTTPURL, err = m.advertised(ln, tlsCfg); err != nil {
+		ln.Close()
+		return err
+	}
 	if err := m.startFleet(ctx, accounts, device); err != nil {
 		ln.Close()
 		return err
