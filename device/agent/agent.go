@@ -328,6 +328,12 @@ func (a *Agent) WSAddr() string {
 // drop-in stop, then `offline` is published before a clean disconnect, which
 // does not fire the Will.
 func (a *Agent) Close(ctx context.Context) error {
+	if a.mqtt != nil {
+		// Shutdown must not wait for a broker that is not there (issue 16,
+		// point 6): every publish from here on is sent over a live
+		// connection or fails at once.
+		a.mqtt.Drain()
+	}
 	var errs []error
 	if a.manager != nil {
 		errs = append(errs, a.manager.Close(ctx))
