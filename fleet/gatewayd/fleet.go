@@ -34,7 +34,12 @@ func (m *Main) startFleet(ctx context.Context, accounts []broker.Account, device
 		}
 	}
 	m.exports = m.newExporter()
+	var conns controller.Connections
+	if m.broker != nil { // an external broker's connections are not seen: presence follows its messages
+		conns = m.broker
+	}
 	m.fleet, err = controller.New(controller.Config{
+		Connections: conns, PresenceGrace: cfg.Presence.Grace.Duration(),
 		Store: m.store, Broker: m.controllerBroker(), LocalAccounts: accounts,
 		ArtifactDir: filepath.Join(cfg.DataDir, "artifacts"), ValidateSkill: m.cfg.ValidateSkill,
 		MQTTURL: m.up.AdvertiseMQTTURL, ServerURL: m.up.AdvertiseHTTPURL, Logger: m.log.With("component", "fleet"), BrokerStats: m.brokerStats(),
