@@ -1,7 +1,9 @@
 package gatewayd
 
 import (
+	"context"
 	"crypto/tls"
+	"log/slog"
 	"net"
 	"strings"
 
@@ -11,7 +13,8 @@ import (
 // advertised decides the URLs other machines get (gateway/advertise): the
 // explicit ones of the config, else derived from the listeners. Each is
 // logged with where it came from; one that only this machine can use is a
-// WARN, so an operator sees it before enrolling a satellite with it.
+// WARN (INFO under `chorus up`), so an operator sees it before enrolling a
+// satellite with it.
 func (m *Main) advertised(ln net.Listener, tlsCfg *tls.Config) (mqttURL, httpURL string, err error) {
 	cfg := m.cfg.Config
 	var mq advertise.Result
@@ -49,7 +52,13 @@ func (m *Main) advertised(ln net.Listener, tlsCfg *tls.Config) (mqttURL, httpURL
 	}{{"mqtt", mq}, {"http", ht}} {
 		m.log.Info("advertising "+r.what+" to devices", "url", r.r.URL, "from", r.r.Source)
 		if r.r.Warning != "" {
-			m.log.Warn("advertised "+r.what+" address is local to this machine", "detail", r.r.Warning)
+			// `chorus up` is one machine by design: said at INFO there;
+			// `device add` repeats it for credentials written anyway.
+			level := slog.LevelWarn
+			if m.cfg.LocalDevice != "" {
+				level = slog.LevelInfo
+			}
+			m.log.Log(context.Background(), level, "advertised "+r.what+" address is local to this machine", "detail", r.r.Warning)
 		}
 	}
 	return mq.URL, ht.URL, nil
