@@ -12,17 +12,25 @@ import (
 	"github.com/chorus-edge/chorus/fleet/api"
 )
 
-// A gateway on one machine and a satellite on another (network namespaces,
-// netlab_test.go), enrolled with a credentials file: the gateway listens on
+// A gateway on one machine and satellites on others (network namespaces,
+// netlab_test.go), enrolled with credentials files: the gateway listens on
 // wildcards, the credentials carry its routable address (not [::] or
-// 0.0.0.0), and the satellite comes online with them (issue 16, point 1).
+// 0.0.0.0) and the satellite comes online with them (issue 16, point 1); a
+// satellite re-imaged with a fresh data dir is online at once (point 2);
+// after a gateway restart a satellite killed meanwhile shows offline within
+// the grace while the other comes back (point 3).
 func TestFleetOnANetworkE2E(t *testing.T) {
 	lab := newNetLab(t)
 	gwNode, piNode := lab.node("gw"), lab.node("pi")
 	work := t.TempDir()
 	gwData := filepath.Join(work, "gateway")
 
-	gw := gwNode.startIn(t, work, "gateway", "--data-dir", gwData, "--mqtt-listen", "0.0.0.0:1883", "--http-listen", "[::]:8080")
+	cfg := filepath.Join(work, "gateway.json")
+	if err := os.WriteFile(cfg, []byte(`{"presence": {"grace": 3}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gwArgs := []string{"gateway", "--config", cfg, "--data-dir", gwData, "--mqtt-listen", "0.0.0.0:1883", "--http-listen", "[::]:8080"}
+	gw := gwNode.startIn(t, work, gwArgs...)
 	up := waitUp(t, gw, gwData)
 	wantMQTT, wantHTTP := "mqtt://"+gwNode.addr+":1883", "http://"+gwNode.addr+":8080"
 	if up.AdvertiseMQTTURL != wantMQTT || up.AdvertiseHTTPURL != wantHTTP {
@@ -47,21 +55,59 @@ func TestFleetOnANetworkE2E(t *testing.T) {
 	if err := os.MkdirAll(bundled, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	piNode.startIn(t, work, "agent", "--credentials", credsFile, "--data-dir", filepath.Join(work, "pi-data"),
-		"--skills", bundled, "--ws-listen", "off")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	agent := func(n *labNode, creds, data string) *proc {
+		return n.startIn(t, work, "agent", "--credentials", creds, "--data-dir", data, "--skills", bundled, "--ws-listen", "off")
+	}
+	device := func(id string) api.Device {
 		var d struct{ Device api.Device }
-		out := gwNode.mustIn(t, work, "fleet", "device", "show", "pi-kitchen", "--data-dir", gwData, "-o", "json")
+		out := gwNode.mustIn(t, work, "fleet", "device", "show", id, "--data-dir", gwData, "-o", "json")
 		if err := json.Unmarshal([]byte(out), &d); err != nil {
 			t.Fatalf("device show: %v\n%s", err, out)
 		}
-		if d.Device.Online {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pi-kitchen never online across the network; last %+v", d.Device)
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
+		return d.Device
 	}
+	waitDevice := func(id, what string, cond func(api.Device) bool) {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			d := device(id)
+			if cond(d) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never %s across the network; last %+v", id, what, d)
+			}
+			time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
+		}
+	}
+	online := func(d api.Device) bool { return d.Online }
+
+	kitchen := agent(piNode, credsFile, filepath.Join(work, "pi-data"))
+	waitDevice("pi-kitchen", "online", online)
+
+	// Re-imaged: a fresh data dir, its session counter back at 1.
+	kitchen.kill(t)
+	kitchen = agent(piNode, credsFile, filepath.Join(work, "pi-data-reimaged"))
+	waitDevice("pi-kitchen", "online at session 1", func(d api.Device) bool { return d.Online && d.BirthSession == 1 })
+
+	// A second satellite, killed while the gateway is down: offline within
+	// the grace after the restart, while pi-kitchen comes back online.
+	bedNode := lab.node("bed")
+	bedCreds := filepath.Join(work, "pi-bedroom.json")
+	gwNode.mustIn(t, work, "fleet", "device", "add", "pi-bedroom", "--credentials-out", bedCreds, "--data-dir", gwData)
+	bedroom := agent(bedNode, bedCreds, filepath.Join(work, "bed-data"))
+	waitDevice("pi-bedroom", "online", online)
+	if err := gw.stop(t, 20*time.Second); err != nil {
+		t.Fatalf("stop gateway: %v", err)
+	}
+	bedroom.kill(t)
+	if err := os.Remove(configs.UpPath(gwData)); err != nil {
+		t.Fatal(err)
+	}
+	gw = gwNode.startIn(t, work, gwArgs...)
+	waitUp(t, gw, gwData)
+	restarted := time.Now()
+	waitDevice("pi-bedroom", "offline", func(d api.Device) bool { return !d.Online })
+	t.Logf("pi-bedroom offline %s after the gateway restart (grace 3s)", time.Since(restarted))
+	waitOutput(t, gw, 0, "device marked offline", "device=pi-bedroom")
+	waitDevice("pi-kitchen", "back online", online)
 }
