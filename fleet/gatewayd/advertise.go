@@ -10,6 +10,9 @@ import (
 	"github.com/chorus-edge/chorus/gateway/advertise"
 )
 
+// defaultPort is each MQTT scheme's port when an external broker's URL has none.
+var defaultPort = map[string]string{"mqtt": "1883", "tcp": "1883", "mqtts": "8883", "ssl": "8883", "tls": "8883", "ws": "80", "wss": "443"}
+
 // advertised decides the URLs other machines get (gateway/advertise): the
 // explicit ones of the config, else derived from the listeners. Each is
 // logged with where it came from; one that only this machine can use is a
@@ -28,7 +31,7 @@ func (m *Main) advertised(ln net.Listener, tlsCfg *tls.Config) (mqttURL, httpURL
 			hostPort = hostPort[:i]
 		}
 		if _, _, perr := net.SplitHostPort(hostPort); perr != nil {
-			hostPort += ":1883"
+			hostPort = net.JoinHostPort(strings.Trim(hostPort, "[]"), defaultPort[scheme])
 		}
 		mq, err = advertise.Resolve(scheme, hostPort, cfg.Broker.Advertise, m.cfg.Host)
 	default:
