@@ -104,12 +104,18 @@ func TestFleetRequests(t *testing.T) {
 			want:     []string{"PUT /v1/skills/weather.chorus/config"},
 			wantBody: `{"target":{"kind":"tag","value":"home"},"settings":{"units":"metric"}}`, wantOut: []string{"settings of weather.chorus for tag home set"}},
 		{name: "install", args: []string{"install", "weather", "--tag", "home", "--device", "kitchen", "--canary", "1", "--max-in-flight", "2",
-			"--failure-threshold", "20%", "--min-executed", "3", "--timeout", "90s"}, own: true,
+			"--failure-threshold", "20%", "--min-finished", "3", "--timeout", "90s", "--deadline", "2h", "--rate", "20/min", "--ramp", "5/min",
+			"--ramp-every", "30s"}, own: true,
 			want: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts"},
 			wantBody: `{"skill_id":"weather.chorus","version":"1.0.0","action":"install",
 				"targets":[{"kind":"device","value":"kitchen"},{"kind":"tag","value":"home"}],
-				"strategy":{"canary":1,"max_in_flight":2,"failure_threshold_pct":20,"min_executed":3,"timeout":"1m30s"}}`,
+				"strategy":{"canary":1,"max_in_flight":2,"failure_threshold_pct":20,"min_executed":3,"timeout":"1m30s",
+				"deadline":"2h0m0s","rate_per_min":20,"ramp_base_per_min":5,"ramp_every":"30s"}}`,
 			wantOut: []string{"rollout 2 created: install weather.chorus@1.0.0 on device kitchen, tag home (queued)"}},
+		{name: "install, old min-executed", args: []string{"install", "hello.chorus@1.0.0", "--all", "--min-executed", "2"}, own: true,
+			want:     []string{"GET /v1/skills/resolve?q=hello.chorus", "POST /v1/rollouts"},
+			wantBody: `{"skill_id":"hello.chorus","version":"1.0.0","action":"install","targets":[{"kind":"all"}],"strategy":{"min_executed":2}}`,
+			wantOut:  []string{"install hello.chorus@1.0.0 on all devices"}},
 		{name: "install version", args: []string{"install", "hello.chorus@1.0.0", "--all", "--failure-threshold", "15"}, own: true,
 			want:     []string{"GET /v1/skills/resolve?q=hello.chorus", "POST /v1/rollouts"},
 			wantBody: `{"skill_id":"hello.chorus","version":"1.0.0","action":"install","targets":[{"kind":"all"}],"strategy":{"failure_threshold_pct":15}}`,
@@ -219,6 +225,17 @@ func TestFleetErrors(t *testing.T) {
 		{name: "bad threshold", args: []string{"install", "weather.chorus", "--all", "--failure-threshold", "120%"},
 			wantCode: 2, wantErr: "want a percentage from 0 to 100", noCalls: true},
 		{name: "negative canary", args: []string{"install", "weather.chorus", "--all", "--canary", "-1"}, wantCode: 2, wantErr: "--canary -1", noCalls: true},
+		{name: "negative rate", args: []string{"install", "weather.chorus", "--all", "--rate", "-3/min"},
+			wantCode: 2, wantErr: `--rate "-3/min": want a whole number of starts per minute, e.g. 10/min (0: no cap)`, noCalls: true},
+		{name: "bad rate", args: []string{"install", "weather.chorus", "--all", "--rate", "fast"}, wantCode: 2, wantErr: "e.g. 10/min", noCalls: true},
+		{name: "ramp without rate", args: []string{"install", "weather.chorus", "--all", "--ramp", "2/min"},
+			wantCode: 2, wantErr: "--ramp 2/min needs --rate, the rate it climbs to (e.g. --rate 8/min)", noCalls: true},
+		{name: "ramp above rate", args: []string{"install", "weather.chorus", "--all", "--rate", "2/min", "--ramp", "5/min"},
+			wantCode: 2, wantErr: "--ramp 5/min is above --rate 2/min", noCalls: true},
+		{name: "negative deadline", args: []string{"install", "weather.chorus", "--all", "--deadline", "-5m"},
+			wantCode: 2, wantErr: "--deadline -5m0s: must not be negative (0: none)", noCalls: true},
+		{name: "bad deadline", args: []string{"install", "weather.chorus", "--all", "--deadline", "soon"},
+			wantCode: 2, wantErr: `invalid argument "soon" for "--deadline"`, noCalls: true},
 		{name: "bad rollout id", args: []string{"rollout", "show", "x"}, wantCode: 2, wantErr: `rollout ID "x": want a positive number`, noCalls: true},
 		{name: "from without dir", args: []string{"device", "add", "--from", "f.csv"}, wantCode: 2, wantErr: "--from needs --credentials-dir", noCalls: true},
 		{name: "id and from", args: []string{"device", "add", "x", "--from", "f.csv", "--credentials-dir", "d"}, wantCode: 2, wantErr: "not both", noCalls: true},
@@ -551,6 +568,16 @@ func TestFleetWait(t *testing.T) {
 		api.Execution{DeviceID: "porch", State: "timed_out"})
 	failedEnd.Rollout.Reason = "failure threshold 20% reached"
 	failed := []api.RolloutDetail{step("in_progress", api.Counts{InProgress: 3}), failedEnd}
+	notDone := []api.RolloutDetail{
+		step("in_progress", api.Counts{Succeeded: 1, InProgress: 1, Queued: 1},
+			api.Execution{DeviceID: "kitchen", State: "succeeded"},
+			api.Execution{DeviceID: "hall", State: "in_progress"},
+			api.Execution{DeviceID: "porch", State: "queued", Reason: "offline since 2026-11-29T19:00:00Z", Blocked: true}),
+		step("in_progress", api.Counts{Succeeded: 2, Queued: 1},
+			api.Execution{DeviceID: "kitchen", State: "succeeded"},
+			api.Execution{DeviceID: "hall", State: "succeeded", Reason: "installed, waiting for internet"},
+			api.Execution{DeviceID: "porch", State: "queued", Reason: "offline since 2026-11-29T19:00:00Z", Blocked: true}),
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -575,6 +602,15 @@ func TestFleetWait(t *testing.T) {
 				"  hall: failed: sha256 mismatch\n", "  porch: timed_out\n",
 				"chorus: rollout 2 failed: failure threshold 20% reached\n"},
 			wantCalls: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts", "GET /v1/rollouts/2", "GET /v1/rollouts/2"}},
+		{name: "install not done", args: []string{"install", "weather", "--all", "--wait"}, script: notDone, wantCode: 3,
+			wantStderr: []string{
+				"rollout 2 in_progress: 2/3 succeeded, 0 failed, 0 in progress, 1 queued\n",
+				"  porch: queued: offline since 2026-11-29T19:00:00Z\n",
+				"chorus: rollout 2 not done: every online device finished; 1 left waiting for offline devices (listed above); " +
+					"it goes on: `chorus fleet rollout watch 2`\n"},
+			wantCalls: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts", "GET /v1/rollouts/2", "GET /v1/rollouts/2"}},
+		{name: "watch not done", args: []string{"rollout", "watch", "2"}, script: notDone, wantCode: 3,
+			wantStderr: []string{"  porch: queued: offline since"}, wantCalls: slices.Repeat([]string{"GET /v1/rollouts/2"}, 2)},
 		{name: "watch succeeded", args: []string{"rollout", "watch", "2"}, script: succeeded,
 			wantStderr: []string{"rollout 2 in_progress: 1/3 succeeded, 0 failed, 1 in progress, 1 queued\n"},
 			wantStdout: "rollout 2 succeeded", wantCalls: slices.Repeat([]string{"GET /v1/rollouts/2"}, 4)},

@@ -26,6 +26,7 @@ import (
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/dirlock"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/mqttmsg"
 	"github.com/chorus-edge/chorus/gateway/topic"
 	"github.com/chorus-edge/chorus/gateway/wsbus"
 )
@@ -221,7 +222,7 @@ func (a *Agent) connect(ctx context.Context) error {
 
 func (a *Agent) availability(t, state string) *bus.Packet {
 	return &bus.Packet{Topic: t, Payload: []byte(state), QoS: 1, Retain: true,
-		User: map[string]string{"session": strconv.FormatUint(a.session.Load(), 10)}}
+		User: mqttmsg.UserProperties{{Key: "session", Value: strconv.FormatUint(a.session.Load(), 10)}}}
 }
 
 func (a *Agent) startManager() error {

@@ -248,6 +248,7 @@ type env struct {
 	brk       *broker.Broker
 	obs       *bus.Client
 	rec       *recorder
+	ovosBin   string // the launcher script of ovosEnv
 	launch    *testLauncher
 	m         *Manager
 	mbus      *bus.Client

@@ -21,6 +21,7 @@ func ovosEnv(t *testing.T, script string) *env {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	e.ovosBin = bin
 	e.launch.real = process.NewLauncher(process.Config{MQTTURL: e.brk.URL(), Device: device, Key: e.dev.Key, KeyVersion: 1,
 		Bin: "/bin/false", StopGrace: 2 * time.Second, Logger: brokertest.Logger(),
 		OVOS: process.OVOS{Launcher: bin, Root: t.TempDir(), SkillURL: func(s string) string { return "ws://127.0.0.1:1/core/skill/" + s + "/x" }},
@@ -126,24 +127,37 @@ func TestOVOSLauncherExitsOrNeverReports(t *testing.T) {
 // detach_skill (SkillContainer.run unloads on SIGTERM), so the manager
 // sends none. One that had to be killed gets the manager's.
 func TestOVOSDeactivateDetachOnce(t *testing.T) {
+	// Each launcher writes "$0.ready" once its TERM trap is set, so the
+	// deactivate never races the shell's start-up (a TERM before the trap
+	// would end the shell by the signal and change the case under test).
 	for _, c := range []struct {
 		script  string
 		detach  int
 		comment string
 	}{
-		{sleeper, 0, "clean exit"},
-		{"trap '' TERM\nsleep 600 & wait\nsleep 600", 1, "killed"},
+		{"trap 'exit 0' TERM\ntouch \"$0.ready\"\nsleep 600 & wait", 0, "clean exit"},
+		{"trap '' TERM\ntouch \"$0.ready\"\nsleep 600 & wait\nsleep 600", 1, "killed"},
 	} {
 		e := ovosEnv(t, c.script)
 		writeOVOSSkill(t, e.root, "hello.ovos")
 		m := e.start()
-		waitUntil(t, "the launcher started", func() bool { return e.launch.starts("hello.ovos") == 1 })
+		waitUntil(t, "the launcher set its TERM trap", func() bool {
+			_, err := os.Stat(e.ovosBin + ".ready")
+			return err == nil
+		})
 		launcherSays(m, "hello.ovos", TypeSkillsLoaded, "hello.ovos")
 		e.waitState("hello.ovos", StateLoaded)
 		mark := e.rec.mark()
 		if got := e.request(TypeDeactivate, map[string]any{"skill": "hello.ovos"}); len(got) != 0 {
 			t.Fatalf("%s: deactivate = %v", c.comment, got)
 		}
+		// The detach is sent before the reply, but the observer's handlers
+		// may see the two in either order: wait for an owed one; for none,
+		// a later round trip on the same connection bounds the wait.
+		if c.detach == 1 {
+			e.rec.expect(t, mark, TypeDetachSkill, nil)
+		}
+		e.request(TypeIsReady, nil)
 		if n := e.rec.count(mark, TypeDetachSkill, nil); n != c.detach {
 			t.Errorf("%s: the manager sent %d detach_skill, want %d", c.comment, n, c.detach)
 		}

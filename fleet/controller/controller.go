@@ -160,9 +160,11 @@ type Controller struct {
 	online    map[string]bool         // devices online, mirrored from the presence the inbox applies
 	waiting   map[string]bool         // devices with queued executions the engine last saw
 	rollouts  map[int64]rolloutKey    // rollout -> its immutable fields (judge's cache)
+	rateHeld  map[int64]int           // rollout -> start rate that held executions back in the last pass
 
-	nextTimeout map[int64]time.Time  // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
-	inProgress  map[execKey]progress // execution -> when the engine saw it in progress (engine goroutine only)
+	nextTimeout map[int64]time.Time   // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
+	inProgress  map[execKey]progress  // execution -> when the engine saw it in progress (engine goroutine only)
+	starts      map[int64][]time.Time // rollout -> its starts within the rate window, wall clock (engine goroutine only)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -199,9 +201,11 @@ func New(cfg Config) (*Controller, error) {
 		online:    map[string]bool{},
 		waiting:   map[string]bool{},
 		rollouts:  map[int64]rolloutKey{},
+		rateHeld:  map[int64]int{},
 
 		nextTimeout: map[int64]time.Time{},
 		inProgress:  map[execKey]progress{},
+		starts:      map[int64][]time.Time{},
 	}
 	c.queue = newWorkQueue(cfg.MaxBackoff)
 	c.ha = newHAPublisher(cfg.HomeAssistant)

@@ -121,6 +121,9 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[str
 	if err := c.timeOut(ctx, r, n, canaries); err != nil {
 		return err
 	}
+	if err := c.expire(ctx, r, n, canaries); err != nil {
+		return err
+	}
 	canaryBad, canaryPending := "", false
 	for _, e := range canaries {
 		if (e.State == fleet.ExecFailed || e.State == fleet.ExecTimedOut) && canaryBad == "" {
@@ -131,6 +134,7 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[str
 		}
 	}
 	if r.State != fleet.RolloutInProgress {
+		c.setRateHeld(r.ID, 0)
 		return nil // paused: running executions finish and time out, none start
 	}
 	switch {
@@ -271,10 +275,12 @@ func (c *Controller) noteDeadline(r *fleet.Rollout, p progress) {
 }
 
 // startQueued starts queued executions on online devices, canaries first
-// (the rest wait until every canary succeeded), within max in flight.
-// Offline devices stay queued and start when they come back (they are
-// recorded in waiting, so their coming online wakes the engine).
+// (the rest wait until every canary succeeded), within max in flight and
+// the start rate. Offline devices stay queued and start when they come back
+// (they are recorded in waiting, so their coming online wakes the engine);
+// executions the rate holds back start at a later pass (every Tick).
 func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally, canaryPending bool, waiting map[string]bool) error {
+	c.setRateHeld(r.ID, 0)
 	if n[fleet.ExecQueued] == 0 {
 		return nil
 	}
@@ -285,6 +291,8 @@ func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally,
 	if slots <= 0 {
 		return nil // an execution that ends kicks the engine
 	}
+	now := c.cfg.Now()
+	rateLeft, rate := c.rateSlots(r, now)
 	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: r.ID, States: []fleet.ExecState{fleet.ExecQueued}})
 	if err != nil {
 		return err
@@ -306,10 +314,16 @@ func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally,
 		if e.State != fleet.ExecQueued || (canaryPending && !e.Canary) || !c.isOnline(e.DeviceID) {
 			continue
 		}
+		if rateLeft == 0 {
+			c.setRateHeld(r.ID, rate)
+			return nil
+		}
 		if err := c.startExecution(ctx, r, e); err != nil {
 			return err
 		}
+		c.noteStart(r, now)
 		slots--
+		rateLeft--
 	}
 	return nil
 }

@@ -184,7 +184,7 @@ type agent struct {
 	session uint64
 
 	mu   sync.Mutex
-	mode string // "ok" (install → loaded), "fail" (→ failed), "silent"
+	mode string // "ok" (install → loaded), "fail" (→ failed), "waiting" (→ waiting for internet), "silent"
 	last desired.Doc
 	stop chan struct{}
 	done chan struct{}
@@ -255,14 +255,17 @@ func (a *agent) answer(doc desired.Doc) {
 	if mode == "silent" || doc.Version == 0 {
 		return
 	}
-	state, errText := "loaded", ""
-	if mode == "fail" {
+	state, errText, waitingFor := "loaded", "", []string{}
+	switch mode {
+	case "fail":
 		state, errText = "failed", "exit status 1"
+	case "waiting":
+		state, waitingFor = "waiting", []string{"internet"}
 	}
 	skills := []map[string]any{}
 	for _, id := range doc.IDs() {
 		skills = append(skills, map[string]any{"id": id, "version": doc.Skills[id].Version, "state": state,
-			"managed": true, "error": errText})
+			"managed": true, "error": errText, "waiting_for": waitingFor})
 	}
 	b, _ := json.Marshal(map[string]any{"applied_version": doc.Version, "skills": skills})
 	a.pub("chorus/v1/"+a.id+"/skills", b)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -303,10 +304,12 @@ func (k *contract) deviceEndpoints(v fleet.SkillVersion, pass string) {
 func (k *contract) rollouts(v fleet.SkillVersion) {
 	t, c, ctx := k.t, k.c, k.ctx
 	r, err := c.CreateRollout(ctx, api.RolloutRequest{SkillID: v.SkillID, Version: v.Version, Action: fleet.RolloutInstall,
-		Targets:  []fleet.Target{fleet.DeviceTarget("pi-2")},
-		Strategy: api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute)}})
+		Targets: []fleet.Target{fleet.DeviceTarget("pi-2")},
+		Strategy: api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute),
+			Deadline: api.Duration(time.Hour), RatePerMin: 8, RampBasePerMin: 2, RampEvery: api.Duration(30 * time.Second)}})
 	k.call("CreateRollout", err)
-	want := api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute)}
+	want := api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute),
+		Deadline: api.Duration(time.Hour), RatePerMin: 8, RampBasePerMin: 2, RampEvery: api.Duration(30 * time.Second)}
 	if r.ID == 0 || r.Action != fleet.RolloutInstall || r.Strategy != want || r.CreatedBy != "operator" || r.Counts.Total() != 1 {
 		t.Fatalf("CreateRollout = %+v", r)
 	}
@@ -314,6 +317,20 @@ func (k *contract) rollouts(v fleet.SkillVersion) {
 	k.call("Rollout", err)
 	if len(d.Executions) != 1 || d.Executions[0].DeviceID != "pi-2" || !d.Executions[0].Canary || d.Executions[0].RolloutID != r.ID {
 		t.Errorf("Rollout executions = %+v, want pi-2 as the canary", d.Executions)
+	}
+	// pi-2 never connected: its execution says so and is blocked, so a
+	// wait for what online devices can do is over at once.
+	if x := d.Executions[0]; x.State != fleet.ExecQueued || x.Reason != "offline" || !x.Blocked || !d.Settled() {
+		t.Errorf("pi-2 offline: %+v, settled %v", x, d.Settled())
+	}
+	if s, err := c.WaitRollout(ctx, r.ID, fleetclient.WaitOptions{Interval: 10 * time.Millisecond, Until: api.RolloutDetail.Settled}); err != nil ||
+		s.Rollout.Terminal() || len(s.Unfinished()) != 1 {
+		t.Errorf("WaitRollout until settled = %+v, %v", s, err)
+	}
+	_, err = c.CreateRollout(ctx, api.RolloutRequest{SkillID: v.SkillID, Action: fleet.RolloutInstall,
+		Targets: []fleet.Target{fleet.DeviceTarget("pi-2")}, Strategy: api.Strategy{RatePerMin: -1}})
+	if fe := (*fleetclient.Error)(nil); !errors.As(err, &fe) || fe.Code != api.CodeInvalid || !strings.Contains(fe.Message, "rate -1/min: must not be negative") {
+		t.Errorf("negative rate: %v", err)
 	}
 	p, err := c.PauseRollout(ctx, r.ID)
 	k.call("PauseRollout", err)

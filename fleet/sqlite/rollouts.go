@@ -12,7 +12,7 @@ import (
 
 const (
 	rolloutColumns = `id, skill_id, version, action, targets, canary, max_in_flight, failure_threshold_pct,
-		min_executed, timeout_ns, state, reason, created_by, created_at, updated_at, started_at, finished_at FROM rollouts`
+		min_executed, timeout_ns, deadline_ns, rate_per_min, ramp_base_per_min, ramp_every_ns, state, reason, created_by, created_at, updated_at, started_at, finished_at FROM rollouts`
 	executionColumns = `rollout_id, device_id, state, reason, canary, attempts, superseded_by,
 		queued_at, started_at, finished_at, updated_at FROM executions`
 	activeStates = `('queued', 'in_progress')`
@@ -112,10 +112,11 @@ func insertRollout(ctx context.Context, tx *tx, r *fleet.Rollout) error {
 	r.State, r.Reason = fleet.RolloutQueued, ""
 	r.CreatedAt, r.UpdatedAt, r.StartedAt, r.FinishedAt = tx.now, tx.now, time.Time{}, time.Time{}
 	return tx.QueryRowContext(ctx, `INSERT INTO rollouts (skill_id, version, action, targets, canary, max_in_flight,
-		failure_threshold_pct, min_executed, timeout_ns, state, created_by, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		failure_threshold_pct, min_executed, timeout_ns, deadline_ns, rate_per_min, ramp_base_per_min, ramp_every_ns,
+		state, created_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		r.SkillID, r.Version, r.Action, targets, r.Canary, r.MaxInFlight, r.FailureThresholdPct, r.MinExecuted,
-		int64(r.Timeout), r.State, r.CreatedBy, encTime(tx.now), encTime(tx.now)).Scan(&r.ID)
+		int64(r.Timeout), int64(r.Deadline), r.RatePerMin, r.RampBasePerMin, int64(r.RampEvery), r.State, r.CreatedBy, encTime(tx.now), encTime(tx.now)).Scan(&r.ID)
 }
 
 // supersede cancels the unfinished executions of older rollouts of the same
@@ -271,11 +272,11 @@ func scanRollout(s scanner) (*fleet.Rollout, error) {
 	var (
 		r                                   fleet.Rollout
 		targets                             string
-		timeout                             int64
+		timeout, deadline, rampEvery        int64
 		created, updated, started, finished int64
 	)
 	err := s.Scan(&r.ID, &r.SkillID, &r.Version, &r.Action, &targets, &r.Canary, &r.MaxInFlight,
-		&r.FailureThresholdPct, &r.MinExecuted, &timeout, &r.State, &r.Reason, &r.CreatedBy,
+		&r.FailureThresholdPct, &r.MinExecuted, &timeout, &deadline, &r.RatePerMin, &r.RampBasePerMin, &rampEvery, &r.State, &r.Reason, &r.CreatedBy,
 		&created, &updated, &started, &finished)
 	if err != nil {
 		return nil, err
@@ -283,7 +284,7 @@ func scanRollout(s scanner) (*fleet.Rollout, error) {
 	if err := json.Unmarshal([]byte(targets), &r.Targets); err != nil {
 		return nil, err
 	}
-	r.Timeout = time.Duration(timeout)
+	r.Timeout, r.Deadline, r.RampEvery = time.Duration(timeout), time.Duration(deadline), time.Duration(rampEvery)
 	r.CreatedAt, r.UpdatedAt, r.StartedAt, r.FinishedAt = decTime(created), decTime(updated), decTime(started), decTime(finished)
 	return &r, nil
 }

@@ -52,8 +52,9 @@ func TestCreateRollout(t *testing.T) {
 		}
 	}
 	r := &fleet.Rollout{SkillID: "weather", Action: fleet.RolloutInstall, CreatedBy: "operator:alice",
-		Targets:  []fleet.Target{fleet.TagTarget("kitchen"), fleet.DeviceTarget("pi-x"), fleet.DeviceTarget("pi-a")},
-		Strategy: fleet.Strategy{Canary: 3, MaxInFlight: 2, FailureThresholdPct: 25, MinExecuted: 2, Timeout: 5 * time.Minute}}
+		Targets: []fleet.Target{fleet.TagTarget("kitchen"), fleet.DeviceTarget("pi-x"), fleet.DeviceTarget("pi-a")},
+		Strategy: fleet.Strategy{Canary: 3, MaxInFlight: 2, FailureThresholdPct: 25, MinExecuted: 2, Timeout: 5 * time.Minute,
+			Deadline: time.Hour, RatePerMin: 40, RampBasePerMin: 5, RampEvery: 2 * time.Minute}}
 	es := mustRollout(t, db, r)
 	if r.ID == 0 || r.Version != "1.1.0" || r.State != fleet.RolloutQueued || !r.CreatedAt.Equal(c.Now()) {
 		t.Fatalf("rollout = %+v", r)

@@ -11,6 +11,7 @@ import (
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/chorus-edge/chorus/gateway/mqttmsg"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -69,10 +70,10 @@ func toPaho(p Packet) *paho.Publish {
 	return &paho.Publish{Topic: p.Topic, Payload: p.Payload, QoS: p.QoS, Retain: p.Retain, Properties: props}
 }
 
-func userProps(u map[string]string) paho.UserProperties {
+func userProps(u mqttmsg.UserProperties) paho.UserProperties {
 	var out paho.UserProperties
-	for _, k := range slices.Sorted(maps.Keys(u)) {
-		out = append(out, paho.UserProperty{Key: k, Value: u[k]})
+	for _, p := range u {
+		out = append(out, paho.UserProperty{Key: p.Key, Value: p.Value})
 	}
 	return out
 }
@@ -87,9 +88,9 @@ func fromPaho(pb *paho.Publish) Packet {
 			p.MessageExpiry = *pr.MessageExpiry
 		}
 		if len(pr.User) > 0 {
-			p.User = make(map[string]string, len(pr.User))
+			p.User = make(mqttmsg.UserProperties, 0, len(pr.User))
 			for _, u := range pr.User {
-				p.User[u.Key] = u.Value
+				p.User = append(p.User, mqttmsg.UserProperty{Key: u.Key, Value: u.Value})
 			}
 		}
 	}
