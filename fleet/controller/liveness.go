@@ -189,6 +189,12 @@ func (c *Controller) checkPresence(ctx context.Context, dev string) {
 	}
 	c.repairs.applied(dev, p)
 	c.setOnline(dev, false)
+	if c.live.connected(dev) {
+		// It came back while this ran: its online, queued behind, is the
+		// word; no offline on the topic.
+		c.queue.Add(dev)
+		return
+	}
 	c.log.Info("device marked offline: its agent holds no live connection", "device", dev,
 		"last_seen", heard.UTC().Format(time.RFC3339), "grace", c.live.grace)
 	if t, err := topic.Availability(dev); err == nil {
@@ -200,10 +206,16 @@ func (c *Controller) checkPresence(ctx context.Context, dev string) {
 	c.changed("device/" + dev)
 }
 
-// lateWill reports whether last, the topic's last note, is an "offline" of
-// an earlier connection sitting on the topic of a device that holds a live
-// connection and said "online" over it: availability restates want.
+// lateWill reports whether last, the topic's last note, is an "offline"
+// that does not belong on the topic of a device that holds a live
+// connection and said "online" over it: a late Will of an earlier
+// connection, or the controller's own offline from a check that raced the
+// reconnection. Availability restates want. The device's own "offline" of
+// the current session (its goodbye) is left for the inbox.
 func (c *Controller) lateWill(dev string, last availNote, want fleet.Presence) bool {
-	return c.live.on() && want.Online && !isRepublish(last.m) && string(last.m.Payload) == presencePayload(false) &&
-		sessionOf(last.m) != want.Session && c.live.connected(dev)
+	if !c.live.on() || !want.Online || string(last.m.Payload) != presencePayload(false) {
+		return false
+	}
+	own := !isRepublish(last.m) && sessionOf(last.m) == want.Session
+	return !own && c.live.connected(dev)
 }

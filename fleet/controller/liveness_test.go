@@ -49,8 +49,12 @@ func TestReimagedDeviceIsOnlineAtOnce(t *testing.T) {
 	creds := e.addDevice("pi")
 	old := e.startAgent(creds, 9, "ok")
 	eventually(t, "online with session 9", func() bool { return e.online("pi") })
+	closing := time.Now()
 	old.close()
 	eventually(t, "offline once its connection is gone", func() bool { return !e.online("pi") })
+	if d, _ := e.db.GetDevice(context.Background(), "pi"); d.LastSeen.Before(closing.Add(-time.Second)) || d.LastSeen.After(closing.Add(5*time.Second)) {
+		t.Errorf("LAST SEEN %v, want when the connection closed (about %v), not when it was marked offline", d.LastSeen, closing)
+	}
 
 	e.startAgent(creds, 1, "ok")
 	eventually(t, "online with session 1", func() bool { return e.online("pi") })

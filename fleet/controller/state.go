@@ -109,6 +109,11 @@ func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker
 			return nil
 		}
 		p.Force = true
+		// An offline of a connection that is gone (its Will, 5 s later):
+		// the device was last heard when the connection closed.
+		if t := c.live.lostAt(dev); !p.Online && !t.IsZero() && !c.live.connected(dev) {
+			p.At = t
+		}
 	}
 	applied, err := c.store.UpdatePresence(ctx, dev, p)
 	if err == nil && !applied {
