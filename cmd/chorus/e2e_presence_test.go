@@ -171,3 +171,43 @@ func TestAgentBrokerUnreachableE2E(t *testing.T) {
 	}
 	t.Logf("agent stopped %s after SIGTERM with its gateway gone", time.Since(start))
 }
+
+// The advertise flags reach up.json, the banner and every device's
+// credentials; a value that cannot be an address stops the start with the
+// reason, and --mqtt-url on the embedded broker points to them.
+func TestGatewayAdvertiseFlagsE2E(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "gw")
+	gw := startChorus(t, work, "gateway", "--data-dir", data, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+		"--advertise-mqtt", "gw.example", "--advertise-http", "https://gw.example:8443")
+	up := waitUp(t, gw, data)
+	wantMQTT := "mqtt://gw.example:" + strings.Split(mqttAddr(t, up.MQTTURL), ":")[1]
+	if up.AdvertiseMQTTURL != wantMQTT || up.AdvertiseHTTPURL != "https://gw.example:8443" {
+		t.Fatalf("up.json advertises %q %q, want %q https://gw.example:8443", up.AdvertiseMQTTURL, up.AdvertiseHTTPURL, wantMQTT)
+	}
+	waitOutput(t, gw, 0, "devices are given", wantMQTT)
+	creds := filepath.Join(work, "pi.json")
+	out := mustChorus(t, work, "fleet", "device", "add", "pi", "--credentials-out", creds, "--data-dir", data)
+	if strings.Contains(out, "warning") {
+		t.Errorf("warned for a routable advertised address:\n%s", out)
+	}
+	c, err := configs.ReadAgentCredentials(creds)
+	if err != nil || c.MQTTURL != wantMQTT || c.ServerURL != "https://gw.example:8443" {
+		t.Fatalf("credentials %+v (%v)", c, err)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--advertise-mqtt", "http://gw.example"}, "want mqtt://host[:port]"},
+		{[]string{"--advertise-http", "gw.example:99999"}, "want host, host:port or http://host:port"},
+		{[]string{"--mqtt-url", "mqtt://gw.example:1883"}, "use --advertise-mqtt"},
+	} {
+		args := append([]string{"gateway", "--data-dir", filepath.Join(work, "bad"), "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}, tc.args...)
+		out, err := runChorus(t, work, args...)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("chorus %s: %v, want an error saying %q:\n%s", strings.Join(tc.args, " "), err, tc.want, out)
+		}
+	}
+}
