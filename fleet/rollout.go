@@ -300,7 +300,10 @@ type RolloutService interface {
 	CreateRollout(ctx context.Context, r *Rollout) ([]*Execution, error)
 	GetRollout(ctx context.Context, id int64) (*Rollout, error)
 	ListRollouts(ctx context.Context, f RolloutFilter) ([]*Rollout, error)
-	UpdateRolloutState(ctx context.Context, id int64, to RolloutState, reason string) (*Rollout, error)
+	// UpdateRolloutState moves rollout id to to. With from set, only from
+	// that state (ECONFLICT otherwise): the engine decides on a state it
+	// read, and an operator's pause in between must win. from "" is any.
+	UpdateRolloutState(ctx context.Context, id int64, from, to RolloutState, reason string) (*Rollout, error)
 
 	GetExecution(ctx context.Context, rolloutID int64, deviceID string) (*Execution, error)
 	ListExecutions(ctx context.Context, f ExecutionFilter) ([]*Execution, error)

@@ -30,6 +30,9 @@ func (a *app) newFleetDeviceCmd(f *fleetFlags) *cobra.Command {
 		a.newFleetDeviceTagCmd(f),
 		a.newFleetDeviceRmCmd(f),
 		a.newFleetDeviceRotateCmd(f),
+		a.newFleetDevicePendingCmd(f),
+		a.newFleetDeviceAcceptCmd(f),
+		a.newFleetDeviceRejectCmd(f),
 	)
 	return cmd
 }

@@ -116,7 +116,7 @@ type fleetProgress struct {
 	heartbeat time.Duration
 	now       func() time.Time // time.Now unless a test sets it
 	start     time.Time        // of the wait
-	shownAt   time.Time // when a line was last written
+	shownAt   time.Time        // when a line was last written
 }
 
 func newFleetProgress(w io.Writer) *fleetProgress {

@@ -679,3 +679,70 @@ func TestFleetSkillPublish(t *testing.T) {
 		}
 	})
 }
+
+// TestFleetEnrolCommands runs the join-token commands against a real
+// gateway and checks their requests and output: token create, list and
+// revoke; device pending, accept and reject.
+func TestFleetEnrolCommands(t *testing.T) {
+	t.Parallel()
+	g := startFleetGateway(t)
+	ctx := fleetCtx(t)
+	var stderr string
+	run := func(want []string, args ...string) string {
+		t.Helper()
+		f := g.front(t)
+		r := chorus(ctx, f.env(), append([]string{"fleet"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit code = %d, stderr %s", args, r.code, r.stderr)
+		}
+		if got := f.lines(); !slices.Equal(got, want) {
+			t.Errorf("%v: requests = %q, want %q", args, got, want)
+		}
+		stderr = r.stderr
+		return r.stdout
+	}
+	out := run([]string{"POST /v1/join-tokens"}, "token", "create", "--tag", "kitchen", "--uses", "3", "--ttl", "2h")
+	// The test gateway is on loopback: the CLI says satellites cannot use it.
+	if !strings.Contains(stderr, "only this machine can reach") || !strings.Contains(stderr, "3 use(s)") {
+		t.Errorf("token create stderr = %q; want the uses and the loopback warning", stderr)
+	}
+	tok, err := api.ParseJoinToken(out)
+	if err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("token create printed %q: %v; want the token alone on stdout", out, err)
+	}
+	if out := run([]string{"GET /v1/join-tokens"}, "token", "list"); !strings.Contains(out, tok.ID) || !strings.Contains(out, "0/3") || !strings.Contains(out, "usable") {
+		t.Errorf("token list = %q", out)
+	}
+	join := func(device string) string {
+		t.Helper()
+		res, err := g.m.Fleet().Join(ctx, "198.18.0.9", tok.ID, tok.Secret, device)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Pending.ID
+	}
+	pa, pb := join("pi-a"), join("pi-b")
+	if out := run([]string{"GET /v1/pending-devices"}, "device", "pending"); !strings.Contains(out, pa) || !strings.Contains(out, "pi-b") || !strings.Contains(out, "198.18.0.9") {
+		t.Errorf("device pending = %q", out)
+	}
+	if out := run([]string{"POST /v1/pending-devices/" + pa + "/accept"}, "device", "accept", pa); !strings.Contains(out, "device pi-a accepted") {
+		t.Errorf("device accept = %q", out)
+	}
+	if out := run([]string{"POST /v1/pending-devices/" + pb + "/reject"}, "device", "reject", pb); !strings.Contains(out, "enrolment "+pb+" rejected") {
+		t.Errorf("device reject = %q", out)
+	}
+	if out := run([]string{"DELETE /v1/join-tokens/" + tok.ID}, "token", "revoke", tok.ID); !strings.Contains(out, "join token "+tok.ID+" revoked") {
+		t.Errorf("token revoke = %q", out)
+	}
+	if out := run([]string{"GET /v1/join-tokens"}, "token", "list"); !strings.Contains(out, "revoked") || !strings.Contains(out, "2/3") {
+		t.Errorf("token list after revoke = %q", out)
+	}
+	// Bad input: a usage error before any request, and the gateway's message.
+	f := g.front(t)
+	if r := chorus(ctx, f.env(), "fleet", "token", "create", "--uses", "0"); r.code != 2 || !strings.Contains(r.stderr, "--uses") || len(f.lines()) != 0 {
+		t.Errorf("--uses 0: code %d, stderr %q, requests %q", r.code, r.stderr, f.lines())
+	}
+	if r := chorus(ctx, f.env(), "fleet", "device", "accept", "p-nope"); r.code != 1 || !strings.Contains(r.stderr, "chorus fleet device pending") {
+		t.Errorf("accept unknown: code %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -32,6 +32,7 @@ type Store interface {
 	fleet.RolloutService
 	fleet.AuditService
 	fleet.GrantService
+	fleet.EnrolService
 }
 
 // Broker is what the controller needs of the embedded broker; *broker.Broker
@@ -69,6 +70,9 @@ type Config struct {
 	ValidateSkill func(dir string) (SkillInfo, error)
 	// MQTTURL and ServerURL go into the agent credentials the controller returns.
 	MQTTURL, ServerURL string
+	// JoinCAPin is the SHA-256 (hex) of the certificate a joining agent
+	// must find in the HTTP server's chain; empty without TLS (enrol.go).
+	JoinCAPin string
 
 	Now    func() time.Time
 	Logger *slog.Logger

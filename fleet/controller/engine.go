@@ -98,8 +98,8 @@ func (t tally) total() int {
 func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[string]bool) error {
 	if r.State == fleet.RolloutQueued {
 		var err error
-		if r, err = c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutInProgress, ""); err != nil {
-			return err
+		if r, err = c.moveRollout(ctx, fleet.ActorController, r.ID, fleet.RolloutQueued, fleet.RolloutInProgress, ""); err != nil {
+			return ignoreChanged(err)
 		}
 	}
 	n := tally{}
@@ -143,19 +143,16 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[str
 	case c.overThreshold(r, n):
 		reason := fmt.Sprintf("failure threshold: %d of %d ended executions failed or timed out (threshold %g%%)",
 			n.bad(), n.ended(), r.FailureThresholdPct)
-		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutAborted, reason)
-		return err
+		return c.engineMove(ctx, r, fleet.RolloutAborted, reason)
 	case n.active() == 0 && n.bad() > 0:
 		return c.endRollout(ctx, r, tally{}, fleet.RolloutFailed, fmt.Sprintf("%d of %d executions failed or timed out", n.bad(), n.total()))
 	case n.active() == 0 && n[fleet.ExecSucceeded] == 0:
-		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutCanceled, "every execution was canceled")
-		return err
+		return c.engineMove(ctx, r, fleet.RolloutCanceled, "every execution was canceled")
 	case n.active() == 0:
 		if err := c.assignTargets(ctx, r); err != nil {
 			return err
 		}
-		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutSucceeded, "")
-		return err
+		return c.engineMove(ctx, r, fleet.RolloutSucceeded, "")
 	}
 	return c.startQueued(ctx, r, n, canaryPending, waiting)
 }
@@ -179,7 +176,22 @@ func (c *Controller) endRollout(ctx context.Context, r *fleet.Rollout, n tally, 
 			c.finish(ctx, e, fleet.ExecCanceled, "rollout "+string(to))
 		}
 	}
-	_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, to, reason)
+	return c.engineMove(ctx, r, to, reason)
+}
+
+// engineMove moves r on from the state the engine read it in. An operator's
+// change in between (a pause, say) wins: the engine leaves the rollout as
+// it is now and looks again at the kick that change made.
+func (c *Controller) engineMove(ctx context.Context, r *fleet.Rollout, to fleet.RolloutState, reason string) error {
+	_, err := c.moveRollout(ctx, fleet.ActorController, r.ID, r.State, to, reason)
+	return ignoreChanged(err)
+}
+
+// ignoreChanged drops the ECONFLICT of a rollout that changed meanwhile.
+func ignoreChanged(err error) error {
+	if fleet.ErrorCode(err) == fleet.ECONFLICT {
+		return nil
+	}
 	return err
 }
 

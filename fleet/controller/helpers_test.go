@@ -25,7 +25,7 @@ import (
 	"github.com/chorus-edge/chorus/gateway/desired"
 )
 
-const waitFor = 10 * time.Second
+const waitFor = 30 * time.Second // generous: a loaded 2-core CI machine under -race; a wait that succeeds returns at once
 
 // validateSkill is the wiring cmd/chorus uses: the agent's discovery rules
 // over the unpacked skill directory, insisting on a declared name.

@@ -84,7 +84,12 @@ func (c *Controller) AbortRollout(ctx context.Context, actor string, id int64, r
 }
 
 func (c *Controller) setRolloutState(ctx context.Context, actor string, id int64, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
-	r, err := c.store.UpdateRolloutState(ctx, id, to, reason)
+	return c.moveRollout(ctx, actor, id, "", to, reason)
+}
+
+// moveRollout is setRolloutState from one state only (any when from is "").
+func (c *Controller) moveRollout(ctx context.Context, actor string, id int64, from, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
+	r, err := c.store.UpdateRolloutState(ctx, id, from, to, reason)
 	if err != nil {
 		return nil, err
 	}

@@ -139,6 +139,7 @@ func TestContract(t *testing.T) {
 	k.health()
 	pass := k.devices()
 	k.access()
+	k.enrolment()
 	hello := k.skills()
 	k.deviceEndpoints(hello, pass)
 	k.rollouts(hello)
@@ -241,6 +242,69 @@ func (k *contract) access() {
 	if is, _ := c.Integrations(ctx); len(is) != 0 {
 		t.Errorf("after remove: integrations %+v", is)
 	}
+}
+
+// enrolment drives join tokens: create, list, join (pending, with a client
+// that has no operator token), poll, pending list, accept, collect, reject
+// and revoke.
+func (k *contract) enrolment() {
+	t, c, ctx := k.t, k.c, k.ctx
+	created, err := c.CreateJoinToken(ctx, api.CreateJoinTokenRequest{Tags: []string{"hall"}, Uses: 2, TTLSeconds: 600})
+	k.call("CreateJoinToken", err)
+	tok, perr := api.ParseJoinToken(created.Text)
+	if perr != nil || tok.URL != k.base || tok.ID != created.Token.ID || created.Token.Uses != 2 || created.Token.Approve ||
+		!slices.Equal(created.Token.Tags, []string{"hall"}) || created.Token.ExpiresAt.IsZero() {
+		t.Fatalf("CreateJoinToken = %+v (text %v)", created, perr)
+	}
+	ts, err := c.JoinTokens(ctx)
+	k.call("JoinTokens", err)
+	if len(ts) != 1 || ts[0].ID != tok.ID || ts[0].Used != 0 {
+		t.Errorf("JoinTokens = %+v", ts)
+	}
+	anon, err := fleetclient.New(fleetclient.Config{BaseURL: k.base, HTTPClient: &http.Client{Transport: k.rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr, err := anon.Join(ctx, api.JoinRequest{Token: tok.ID, Secret: tok.Secret, Device: "pi-j"})
+	k.call("Join", err)
+	if jr.Status != api.JoinPending || jr.Pending == nil || jr.Credentials != nil {
+		t.Fatalf("Join = %+v", jr)
+	}
+	pr, err := anon.PollJoin(ctx, *jr.Pending)
+	k.call("PollJoin", err)
+	if pr.Status != api.JoinPending {
+		t.Errorf("PollJoin while pending = %+v", pr)
+	}
+	ps, err := c.PendingDevices(ctx)
+	k.call("PendingDevices", err)
+	if len(ps) != 1 || ps[0].ID != jr.Pending.ID || ps[0].DeviceID != "pi-j" || ps[0].TokenID != tok.ID || ps[0].Accepted {
+		t.Errorf("PendingDevices = %+v", ps)
+	}
+	d, err := c.AcceptPending(ctx, jr.Pending.ID)
+	k.call("AcceptPending", err)
+	if d.ID != "pi-j" || !slices.Equal(d.Tags, []string{"hall"}) {
+		t.Errorf("AcceptPending = %+v", d)
+	}
+	if pr, err = anon.PollJoin(ctx, *jr.Pending); err != nil || pr.Status != api.JoinAccepted || pr.Credentials == nil || pr.Credentials.Device != "pi-j" {
+		t.Errorf("PollJoin after accept = %+v, %v", pr, err)
+	}
+	jr2, err := anon.Join(ctx, api.JoinRequest{Token: tok.ID, Secret: tok.Secret, Device: "pi-k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.call("RejectPending", c.RejectPending(ctx, jr2.Pending.ID))
+	if _, err := anon.PollJoin(ctx, *jr2.Pending); !fleetclient.IsCode(err, api.CodeNotFound) {
+		t.Errorf("PollJoin after reject: %v", err)
+	}
+	rt, err := c.RevokeJoinToken(ctx, tok.ID)
+	k.call("RevokeJoinToken", err)
+	if rt.ID != tok.ID || rt.RevokedAt.IsZero() || rt.Used != 2 {
+		t.Errorf("RevokeJoinToken = %+v", rt)
+	}
+	if _, err := anon.Join(ctx, api.JoinRequest{Token: tok.ID, Secret: tok.Secret, Device: "pi-l"}); !fleetclient.IsCode(err, api.CodeInvalid) {
+		t.Errorf("Join with a revoked token: %v", err)
+	}
+	k.call("RemoveDevice", c.RemoveDevice(ctx, "pi-j"))
 }
 
 // skills publishes hello.chorus 1.0.0 and 1.1.0 and returns 1.1.0.

@@ -8,7 +8,9 @@ package gatewayd
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,6 +86,7 @@ type Main struct {
 	http    *httpapi.Server
 	up      configs.Up
 	lock    *dirlock.Lock // the data dir's, released last by Close
+	joinPin string        // the TLS pin join tokens carry (joinPin)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -142,6 +145,7 @@ func (m *Main) run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	m.joinPin = joinPin(tlsCfg)
 	if err := m.startFleet(ctx, accounts, device); err != nil {
 		ln.Close()
 		return err
@@ -242,6 +246,19 @@ func httpURL(ln net.Listener, tlsCfg *tls.Config) string {
 		return "https://" + ln.Addr().String()
 	}
 	return "http://" + ln.Addr().String()
+}
+
+// joinPin is the SHA-256 (hex) of the last certificate of the chain the
+// HTTP server presents: the CA when http.tls.cert_file holds the chain
+// (server.pem followed by ca.pem), else the server certificate itself
+// (docs/security.md, "Join tokens"). Empty without TLS.
+func joinPin(tlsCfg *tls.Config) string {
+	if tlsCfg == nil || len(tlsCfg.Certificates) == 0 || len(tlsCfg.Certificates[0].Certificate) == 0 {
+		return ""
+	}
+	chain := tlsCfg.Certificates[0].Certificate
+	sum := sha256.Sum256(chain[len(chain)-1])
+	return hex.EncodeToString(sum[:])
 }
 
 func (m *Main) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
@@ -380,6 +397,31 @@ func (m *Main) newDashboard(secure bool) (*dashboard.Dashboard, error) {
 			b, ok := m.fleet.Birth(id)
 			return dashboard.Birth{Hostname: b.Hostname, Arch: b.Arch, Isolation: b.Isolation}, ok
 		},
-		Token: m.token, Secure: secure, Version: m.cfg.Version, Logger: m.log.With("component", "dashboard"),
+		Enrolments: enrolments{m.fleet},
+		Token:      m.token, Secure: secure, Version: m.cfg.Version, Logger: m.log.With("component", "dashboard"),
 	})
+}
+
+// enrolments is the dashboard's view of the controller's pending list.
+type enrolments struct{ c *controller.Controller }
+
+func (e enrolments) ListPending(ctx context.Context) ([]dashboard.Pending, error) {
+	ps, err := e.c.ListPending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dashboard.Pending, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, dashboard.Pending{ID: p.ID, Device: p.DeviceID, Address: p.Address, Requested: p.CreatedAt, Accepted: p.Accepted})
+	}
+	return out, nil
+}
+
+func (e enrolments) Accept(ctx context.Context, actor, id string) error {
+	_, err := e.c.AcceptPending(ctx, actor, id)
+	return err
+}
+
+func (e enrolments) Reject(ctx context.Context, actor, id string) error {
+	return e.c.RejectPending(ctx, actor, id)
 }

@@ -203,13 +203,17 @@ func (db *DB) ListRollouts(ctx context.Context, f fleet.RolloutFilter) ([]*fleet
 }
 
 // UpdateRolloutState moves a rollout to another state if its state machine
-// allows it (ErrInvalid otherwise). Aborting or canceling it cancels its
-// unfinished executions in the same transaction.
-func (db *DB) UpdateRolloutState(ctx context.Context, id int64, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
+// allows it (ErrInvalid otherwise) and, with from set, only from that state
+// (ECONFLICT otherwise). Aborting or canceling it cancels its unfinished
+// executions in the same transaction.
+func (db *DB) UpdateRolloutState(ctx context.Context, id int64, from, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
 	var r *fleet.Rollout
 	err := db.write(ctx, func(tx *tx) (err error) {
 		if r, err = getRollout(ctx, tx, id); err != nil {
 			return err
+		}
+		if from != "" && r.State != from {
+			return fleet.Errorf(fleet.ECONFLICT, "rollout %d is %s, no longer %s: it changed meanwhile", id, r.State, from)
 		}
 		if !r.State.CanTransition(to) {
 			return fleet.Errorf(fleet.EINVALID, "rollout %d is %s: it cannot become %s", id, r.State, to)
