@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -67,6 +68,9 @@ func TestPresenceE2E(t *testing.T) {
 		t.Errorf("pi-b marked offline %s after the restart; grace 3s", took)
 	}
 	waitRetained(t, f, "pi-b", "offline")
+	if got := haAvailabilityTopic(t, f, "pi-b"); got != "chorus/v1/pi-b/availability" {
+		t.Errorf("Home Assistant follows %q for pi-b's availability, not the topic shown offline", got)
+	}
 	after := deviceOf(f, "pi-b")
 	if after.LastSeen.After(restarted) || after.LastSeen.Before(before.LastSeen) {
 		t.Errorf("pi-b LAST SEEN %v: want its last word (%v), not the restart (%v)", after.LastSeen, before.LastSeen, restarted)
@@ -74,6 +78,23 @@ func TestPresenceE2E(t *testing.T) {
 	f.waitOnline("pi-a")
 	waitRetained(t, f, "pi-a", "online")
 	waitOutput(t, f.gw, 0, "device marked offline", "device=pi-b")
+}
+
+// haAvailabilityTopic is the availability topic of the device's retained
+// Home Assistant discovery config: what Home Assistant shows it by.
+func haAvailabilityTopic(t *testing.T, f *faultFleet, device string) string {
+	t.Helper()
+	cfgTopic := "homeassistant/device/chorus_" + device + "/config"
+	ha := f.observer("ha-"+device, cfgTopic)
+	defer ha.Close()
+	m := ha.Expect(t, cfgTopic, 30*time.Second)
+	var cfg struct {
+		AvailabilityTopic string `json:"availability_topic"`
+	}
+	if err := json.Unmarshal(m.Payload, &cfg); err != nil {
+		t.Fatalf("discovery config of %s: %v", device, err)
+	}
+	return cfg.AvailabilityTopic
 }
 
 func deviceOf(f *faultFleet, id string) api.Device {
