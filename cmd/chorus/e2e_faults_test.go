@@ -302,6 +302,7 @@ func TestFaultsOfflineAgentConverges(t *testing.T) {
 	}
 
 	f.startAgent("pi-3")
+	f.waitOnline("pi-3") // watch ends "not done" (exit 3) while a target is offline
 	f.mustFleet("rollout", "watch", strconv.FormatInt(id, 10), "--poll-interval", "200ms")
 	d = f.rollout(id)
 	for _, e := range d.Executions {

@@ -82,7 +82,7 @@ func TestJoinE2E(t *testing.T) {
 			"--skills", t.TempDir(), "--ws-listen", "off")
 	}
 	// Made first, so that its minute has passed by the end of the test.
-	expiring := newToken("--ttl", "1m")
+	expiring := newToken("--ttl", "3s")
 
 	// A token that needs the operator's accept.
 	token := newToken("--tag", "kitchen")
@@ -153,7 +153,7 @@ func TestJoinE2E(t *testing.T) {
 	}
 	refused(revoked, "revoked")
 	refused("chorusjoin1_garbage", "damaged")
-	eventually(t, "the 1m token expired", func() bool {
+	eventually(t, "the 3s token expired", func() bool {
 		out, _, _ := chorusOut(t, work, fleetArgs("fleet", "token", "list")...)
 		return strings.Contains(out, "expired")
 	})

@@ -46,8 +46,8 @@ func (a *app) newFleetTokenCreateCmd(f *fleetFlags) *cobra.Command {
 			if uses < 1 {
 				return fmt.Errorf("--uses %d: want 1 or more", uses)
 			}
-			if ttl < time.Minute {
-				return fmt.Errorf("--ttl %s: want at least 1m (e.g. 24h)", ttl)
+			if ttl < time.Second {
+				return fmt.Errorf("--ttl %s: want at least 1s (e.g. 24h)", ttl)
 			}
 			return nil
 		}, func(ctx context.Context, c *fleetclient.Client, _ []string) error {

@@ -29,8 +29,8 @@ func (c *Controller) CreateJoinToken(ctx context.Context, actor string, tags []s
 	if ttl == 0 {
 		ttl = fleet.DefaultJoinTokenTTL
 	}
-	if ttl < time.Minute || ttl > fleet.MaxJoinTokenTTL {
-		return fleet.IssuedJoinToken{}, fleet.Errorf(fleet.EINVALID, "ttl %s: want 1m to %s (e.g. --ttl 24h)", ttl, fleet.MaxJoinTokenTTL)
+	if ttl < time.Second || ttl > fleet.MaxJoinTokenTTL {
+		return fleet.IssuedJoinToken{}, fleet.Errorf(fleet.EINVALID, "ttl %s: want 1s to %s (e.g. --ttl 24h)", ttl, fleet.MaxJoinTokenTTL)
 	}
 	if c.cfg.ServerURL == "" {
 		return fleet.IssuedJoinToken{}, fleet.Errorf(fleet.EINVALID, "this gateway has no HTTP URL to put in a join token")
