@@ -28,6 +28,7 @@ type Config struct {
 	HomeAssistant HomeAssistant `json:"homeassistant"`
 	Bridge        Bridge        `json:"bridge"`
 	Presence      Presence      `json:"presence"`
+	Agent         Agent         `json:"agent"`
 	// ReadySettings is OVOS's ready_settings: what the agent waits for
 	// before it emits mycroft.ready (device/skillmanager ready.go).
 	ReadySettings []string `json:"ready_settings"`
@@ -55,6 +56,14 @@ type Presence struct {
 	// Grace is how long after the gateway starts a device marked online
 	// may go without a live connection before it is marked offline.
 	Grace Seconds `json:"grace"`
+}
+
+// Agent configures the agent's own connection to the broker (agent only).
+// How soon a lost device shows offline is about 1.5 × keepalive (the
+// broker's detection [MQTT-3.1.2-22]) plus will_delay.
+type Agent struct {
+	KeepAlive Seconds `json:"keepalive"`  // MQTT keepalive, whole seconds, 5 to 600
+	WillDelay Seconds `json:"will_delay"` // the Will's delay before offline is published, 1 to 300
 }
 
 // Log configures logging.
@@ -238,6 +247,7 @@ func Default() Config {
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},
 		Bridge:        Bridge{Twins: "off", TwinsByDevice: map[string]string{}, Grace: 30, Hold: 64, Rate: 10, Burst: 20},
 		Presence:      Presence{Grace: 20},
+		Agent:         Agent{KeepAlive: 30, WillDelay: 5},
 		ReadySettings: []string{"skills"},
 	}
 }

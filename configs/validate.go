@@ -67,6 +67,8 @@ func (c Config) Validate() error {
 		{"bridge.rate", positive(Seconds(c.Bridge.Rate))},
 		{"bridge.burst", between(int64(c.Bridge.Burst), 1, 100000)},
 		{"presence.grace", positive(c.Presence.Grace)},
+		{"agent.keepalive", wholeSeconds(c.Agent.KeepAlive, 5, 600)},
+		{"agent.will_delay", wholeSeconds(c.Agent.WillDelay, 1, 300)},
 		{"ready_settings", CheckReadySettings(c.ReadySettings)},
 	}
 	for _, ch := range checks {
@@ -129,6 +131,15 @@ func between(v, lo, hi int64) error {
 func positive(s Seconds) error {
 	if s <= 0 {
 		return fmt.Errorf("%v seconds: must be positive", float64(s))
+	}
+	return nil
+}
+
+// wholeSeconds accepts a whole number of seconds from lo to hi (MQTT
+// carries keepalive and Will delay in whole seconds).
+func wholeSeconds(s Seconds, lo, hi int) error {
+	if s != Seconds(int(s)) || int(s) < lo || int(s) > hi {
+		return fmt.Errorf("%v seconds: want a whole number from %d to %d", float64(s), lo, hi)
 	}
 	return nil
 }

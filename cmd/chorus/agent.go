@@ -205,6 +205,7 @@ func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agen
 		WSMaxPacket: int(cfg.Broker.MaxPacketSize), WSServicesUsers: cfg.Websocket.ServicesUsers,
 		WSServicesConfig: servicesConfig, Trampoline: []string{bin, process.TrampolineCommand},
 		Skills: skills, Connectivity: cfg.Connectivity, ReadySettings: cfg.ReadySettings,
+		KeepAlive: cfg.Agent.KeepAlive.Duration(), WillDelay: cfg.Agent.WillDelay.Duration(),
 		Version: ver, Bin: bin, Logger: a.log.With("role", "agent"),
 	}, nil
 }

@@ -71,6 +71,7 @@ type Config struct {
 	Blacklist func() []string
 
 	WillDelay time.Duration // before the broker publishes offline for a lost connection; default 5 s
+	KeepAlive time.Duration // MQTT keepalive (agent.keepalive); default bus.DefaultKeepAlive
 	Version   string
 	Bin       string // the chorus executable skills call (CHORUS_BIN); default os.Executable()
 	// Trampoline runs process.ExecMain (`chorus skill-exec`), which drops
@@ -201,7 +202,7 @@ func (a *Agent) connect(ctx context.Context) error {
 		URL: a.cfg.MQTTURL, ClientID: a.cfg.Device,
 		Username: a.cfg.Username, Password: a.cfg.Password,
 		CleanStart: true, SessionExpiry: 60,
-		WillDelay: uint32(a.cfg.WillDelay / time.Second),
+		WillDelay: uint32(a.cfg.WillDelay / time.Second), KeepAlive: uint16(a.cfg.KeepAlive / time.Second),
 		WillFunc: func() *bus.Packet {
 			n, err := nextSession(a.cfg.DataDir)
 			if err != nil {
