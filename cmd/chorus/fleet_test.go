@@ -419,6 +419,10 @@ func TestFleetCredentialsOut(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "credentials written to "+path) {
 			t.Fatalf("%s: exit code %d, stdout %q, stderr %q", tt.name, r.code, r.stdout, r.stderr)
 		}
+		// The test gateway listens on loopback: the credentials say so (issue 16, point 1).
+		if !strings.Contains(r.stderr, "these credentials work on this machine only") || !strings.Contains(r.stderr, "--advertise-mqtt") {
+			t.Errorf("%s: no warning about loopback addresses in credentials; stderr %q", tt.name, r.stderr)
+		}
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %s mode = %v (%v), want 0600", tt.name, path, fi.Mode().Perm(), err)

@@ -86,6 +86,13 @@ type Config struct {
 	HomeAssistant HomeAssistant // discovery and update entities (on unless Disabled)
 	Bridge        Bridge        // satellite ↔ hub relay and topic twins (routes.go)
 
+	// Connections, when set, ties presence to the broker's live connections
+	// (liveness.go; the embedded broker). PresenceGrace (20s) is how long a
+	// device recorded online may go without one after the start, or after
+	// its connection closed, before it is marked offline.
+	Connections   Connections
+	PresenceGrace time.Duration
+
 	// BrokerStats, when set, adds the broker's counters to Metrics.
 	BrokerStats func() broker.Stats
 
@@ -120,6 +127,9 @@ func (c *Config) setDefaults() {
 	if c.MaxArchive <= 0 {
 		c.MaxArchive = 256 << 20
 	}
+	if c.PresenceGrace <= 0 {
+		c.PresenceGrace = 20 * time.Second
+	}
 	if c.SecretIssued == nil {
 		c.SecretIssued = func(context.Context, string, string) {}
 	}
@@ -137,6 +147,7 @@ type Controller struct {
 
 	ha      *haPublisher  // what was published for Home Assistant
 	repairs *availRepair  // device availability repairs (availability.go)
+	live    *liveness     // presence tied to live connections (liveness.go)
 	gw      *gatewayState // the fleet summary and the gateway's own config (gatewaystate.go)
 	metrics *metrics      // GET /metrics (metrics.go)
 	relay   relayRun      // the bridge relay (routes.go)
@@ -203,8 +214,10 @@ func New(cfg Config) (*Controller, error) {
 	c.queue = newWorkQueue(cfg.MaxBackoff)
 	c.ha = newHAPublisher(cfg.HomeAssistant)
 	c.repairs = newAvailRepair()
+	c.live = newLiveness(cfg.Connections, cfg.PresenceGrace)
 	c.gw = newGatewayState()
 	c.inbox = newInbox()
+	c.inbox.latestWins = c.live.on()
 	c.metrics = newMetrics(c)
 	for _, a := range cfg.LocalAccounts {
 		if a.Role == broker.RoleDevice {
@@ -256,6 +269,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.queue.Add(d.ID)
 	}
 	c.gw.seededDevices()
+	c.startLiveness(devs)
 	c.goRun(c.runGatewayState)
 	return nil
 }
@@ -280,6 +294,7 @@ func (c *Controller) Close() error {
 		}
 		c.queue.ShutDown()
 		c.repairs.stop()
+		c.live.stop()
 		c.inbox.shutDown()
 		c.stopRelay()
 		c.wg.Wait()

@@ -50,6 +50,9 @@ type env struct {
 	opSecret string
 	local    []broker.Account
 	now      func() time.Time // the wall clock of store and controller (nil = time.Now)
+	// grace, when set, ties presence to the broker's live connections with
+	// this PresenceGrace (liveness.go).
+	grace time.Duration
 }
 
 func newEnv(t *testing.T) *env {
@@ -70,11 +73,15 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctl, err := controller.New(controller.Config{
+	cfg := controller.Config{
 		Store: db, Broker: e.b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
 		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond, Now: e.now,
-	})
+	}
+	if e.grace > 0 {
+		cfg.Connections, cfg.PresenceGrace = e.b, e.grace
+	}
+	ctl, err := controller.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -289,6 +289,7 @@ func (c *Controller) forget(id string) {
 	c.pubMu.Unlock()
 	c.queue.Forget(id)
 	c.repairs.forget(id)
+	c.live.forget(id)
 	c.gw.forget(id)
 	c.births.forget(id)
 	if t, err := topic.Availability(id); err == nil {

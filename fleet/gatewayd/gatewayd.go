@@ -27,6 +27,8 @@ import (
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/advertise"
+	"github.com/chorus-edge/chorus/gateway/dirlock"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -48,6 +50,9 @@ type Config struct {
 	ValidateSkill func(dir string) (controller.SkillInfo, error)
 	Version       string // on /healthz and in Home Assistant's discovery
 	Logger        *slog.Logger
+	// Host is what advertised addresses are derived from when none is
+	// configured (gateway/advertise); the zero value reads this host.
+	Host advertise.Host
 }
 
 func (c *Config) setDefaults() {
@@ -80,7 +85,8 @@ type Main struct {
 	dash    *dashboard.Dashboard
 	http    *httpapi.Server
 	up      configs.Up
-	joinPin string // the TLS pin join tokens carry (joinPin)
+	lock    *dirlock.Lock // the data dir's, released last by Close
+	joinPin string        // the TLS pin join tokens carry (joinPin)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -110,7 +116,16 @@ func (m *Main) run(ctx context.Context) error {
 	if m.cfg.External != nil {
 		device = ""
 	}
+	// One process per data dir (issue 16): a second gateway would rewrite
+	// up.json and share the broker store and fleet.db with this one.
+	what := "chorus gateway"
+	if m.cfg.LocalDevice != "" {
+		what = "chorus up"
+	}
 	var err error
+	if m.lock, err = dirlock.Acquire(cfg.DataDir, what); err != nil {
+		return err
+	}
 	if m.local, err = localauth.LoadOrCreate(cfg.DataDir, device); err != nil {
 		return err
 	}
@@ -126,6 +141,10 @@ func (m *Main) run(ctx context.Context) error {
 		return err
 	}
 	m.up = configs.Up{MQTTURL: m.mqttURL(), HTTPURL: httpURL(ln, tlsCfg), Observer: m.local.Observer, Operator: m.local.Operator}
+	if m.up.AdvertiseMQTTURL, m.up.AdvertiseHTTPURL, err = m.advertised(ln, tlsCfg); err != nil {
+		ln.Close()
+		return err
+	}
 	m.joinPin = joinPin(tlsCfg)
 	if err := m.startFleet(ctx, accounts, device); err != nil {
 		ln.Close()
@@ -349,6 +368,7 @@ func (m *Main) close() error {
 	case m.broker != nil:
 		errs = append(errs, m.broker.Close())
 	}
+	errs = append(errs, m.lock.Release())
 	return errors.Join(errs...)
 }
 

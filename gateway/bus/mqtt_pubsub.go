@@ -28,7 +28,7 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 		if m.isClosed() {
 			return fmt.Errorf("publish %s: %w", p.Topic, ErrClosed)
 		}
-		if err := m.cm.AwaitConnection(ctx); err != nil {
+		if err := m.awaitConnection(ctx); err != nil {
 			return fmt.Errorf("publish %s: waiting for the connection: %w", p.Topic, err)
 		}
 		resp, err := m.cm.Publish(ctx, pub)
@@ -43,6 +43,19 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 		}
 		return nil
 	}
+}
+
+// awaitConnection waits for a connection until ctx ends or Drain.
+func (m *MQTT) awaitConnection(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(m.drain, cancel)
+	defer stop()
+	err := m.cm.AwaitConnection(wctx)
+	if err != nil && ctx.Err() == nil && m.drain.Err() != nil {
+		return ErrNotConnected
+	}
+	return err
 }
 
 func toPaho(p Packet) *paho.Publish {
