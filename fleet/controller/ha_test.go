@@ -45,7 +45,7 @@ func newHAEnv(t *testing.T, ha controller.HomeAssistant) (*env, *brokertest.Clie
 	ctl, err := controller.New(controller.Config{
 		Store: db, Broker: e.b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
-		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
+		Logger: brokertest.Logger(t), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
 		HomeAssistant: ha,
 	})
 	if err != nil {
