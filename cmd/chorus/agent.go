@@ -33,6 +33,7 @@ type agentFlags struct {
 	wsListen    string
 	isolation   string
 	uidRange    string
+	memoryLimit string
 }
 
 // registerIsolation adds the skill isolation flags that `chorus agent` and
@@ -56,6 +57,12 @@ func (a *app) newAgentCmd() *cobra.Command {
 			for _, w := range warnings {
 				a.log.Warn("config: " + w)
 			}
+			if cmd.Flags().Changed("memory-limit") {
+				cfg.MemoryLimit = f.memoryLimit
+			}
+			if err := applyMemoryLimit(cfg.MemoryLimit, a.log); err != nil {
+				return err
+			}
 			creds, err := f.resolveCredentials()
 			if err != nil {
 				return err
@@ -69,6 +76,7 @@ func (a *app) newAgentCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "JSON config file (missing file = defaults)")
+	fl.StringVar(&f.memoryLimit, "memory-limit", "", "Go soft memory limit, e.g. 24MiB or off (default: the config's memory_limit; GOMEMLIMIT wins)")
 	fl.StringVar(&f.dataDir, "data-dir", configs.DefaultDataDir, "directory for state (installed skills, settings, session)")
 	fl.StringVar(&f.device, "device", "", "device id (default: from the credentials)")
 	fl.StringVar(&f.mqttURL, "mqtt-url", "", "broker URL, e.g. mqtt://gateway:1883")

@@ -24,6 +24,7 @@ type serveFlags struct {
 	mqttListen   string
 	mqttWSListen string
 	httpListen   string
+	memoryLimit  string
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, mqttDefault, httpDefault string) {
@@ -33,6 +34,7 @@ func (f *serveFlags) register(cmd *cobra.Command, mqttDefault, httpDefault strin
 	fl.StringVar(&f.mqttListen, "mqtt-listen", mqttDefault, "MQTT TCP listener host:port")
 	fl.StringVar(&f.mqttWSListen, "mqtt-ws-listen", "", "MQTT-over-websocket listener host:port (off when empty)")
 	fl.StringVar(&f.httpListen, "http-listen", httpDefault, "gateway HTTP listener host:port")
+	fl.StringVar(&f.memoryLimit, "memory-limit", "", "Go soft memory limit, e.g. 512MiB or off (default: the config's memory_limit; GOMEMLIMIT wins)")
 }
 
 // load reads the config file and lays the flags the user set (or whose
@@ -57,6 +59,9 @@ func (f *serveFlags) load(cmd *cobra.Command, a *app) (configs.Config, error) {
 	}
 	if f.config == "" || fl.Changed("http-listen") {
 		cfg.HTTP.Listen = f.httpListen
+	}
+	if fl.Changed("memory-limit") {
+		cfg.MemoryLimit = f.memoryLimit
 	}
 	return cfg, cfg.Validate()
 }
@@ -96,6 +101,9 @@ func (a *app) newGatewayCmd() *cobra.Command {
 // ext is set. device, when set, also provisions a local device (`chorus up`).
 func (a *app) startGateway(ctx context.Context, cfg configs.Config, device string, ext *external.Config) (*gatewayd.Main, error) {
 	tuneGatewayGC()
+	if err := applyMemoryLimit(cfg.MemoryLimit, a.log); err != nil {
+		return nil, err
+	}
 	ver, _ := buildInfo()
 	m := gatewayd.New(gatewayd.Config{Config: &cfg, LocalDevice: device, External: ext,
 		ValidateSkill: validateSkill, Version: ver, Logger: a.log})
