@@ -3,15 +3,28 @@
 # and the three `chorus bench` commands at the issue's sizes, each bounded in
 # time. Writes bench-results/*.json and bench-results/summary.txt.
 #
-#   scripts/bench.sh                 # everything (10-20 minutes on 2 cores; every step has a timeout)
+#   scripts/bench.sh                 # everything (15-30 minutes on 2 cores; every step has a timeout)
 #   FLEET_SIZES="1000" scripts/bench.sh
-#   MOSQUITTO_URL=mqtt://127.0.0.1:1884 scripts/bench.sh   # also load Mosquitto
+#   MOSQUITTO_URL=mqtt://127.0.0.1:1884 scripts/bench.sh   # compare with a Mosquitto already running
+#
+# When mosquitto is installed (and MOSQUITTO_URL is not set) the script
+# starts one itself on a free loopback port with a temporary config, loads
+# it as the broker benchmark's anchor, and stops it at the end. The last
+# section of the summary prints every figure of issue 19 as a ratio to its
+# anchor (Mosquitto for the broker, the target for the others) next to the
+# target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench-results
 mkdir -p "$out"
 FLEET_SIZES=${FLEET_SIZES:-"1000 10000"}
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
+mosq_pid=
+cleanup() {
+  if [ -n "$mosq_pid" ]; then kill "$mosq_pid" 2>/dev/null || true; wait "$mosq_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 BIN=${BIN:-$tmp/chorus}
 
 # 10,000 devices need about 10,000 sockets on each side; the simulated
@@ -40,19 +53,41 @@ timeout 900 go test -run '^$' -bench . -benchmem -benchtime 1s \
 grep -E '^(Benchmark|ok|FAIL)' "$out/gobench.txt" >> "$out/summary.txt" || true
 
 echo "== chorus bench broker"
+# The anchor: a Mosquitto of our own unless MOSQUITTO_URL names one.
+if [ -z "${MOSQUITTO_URL:-}" ]; then
+  if command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; then
+    mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+    printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n' "$port" > "$tmp/mosquitto.conf"
+    "$mosq" -c "$tmp/mosquitto.conf" & mosq_pid=$!
+    for _ in $(seq 100); do  # up to 10 s for it to listen
+      if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; then break; fi
+      sleep 0.1
+    done
+    MOSQUITTO_URL=mqtt://127.0.0.1:$port
+    echo "mosquitto: started $("$mosq" -h 2>&1 | head -1 | sed 's/ (build.*//'), pid $mosq_pid, on 127.0.0.1:$port (temporary config; stopped at the end)" | tee -a "$out/summary.txt"
+  else
+    echo "mosquitto: not installed (apt-get install mosquitto), so the broker figures have no anchor; only Chorus vs bare mochi is measured" | tee -a "$out/summary.txt"
+  fi
+else
+  echo "mosquitto: using MOSQUITTO_URL=$MOSQUITTO_URL" | tee -a "$out/summary.txt"
+fi
 load >> "$out/summary.txt"
 args=()
 if [ -n "${MOSQUITTO_URL:-}" ]; then args+=(--mqtt-url "$MOSQUITTO_URL"); fi
-timeout 900 "$BIN" bench broker --json "${args[@]}" > "$out/broker.json" || fail "bench broker"
+timeout 1800 "$BIN" bench broker --json --rounds "${BROKER_ROUNDS:-3}" "${args[@]}" > "$out/broker.json" || fail "bench broker"
 python3 - "$out/broker.json" >> "$out/summary.txt" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("broker (deliveries/s, p99 ms):")
-for x in r["results"]:
-    print(f"  {x['broker']:15s} qos {x['qos']} fan-out {x['fan_out']:3d} rate {x.get('target_rate',0):6.0f}: {x['deliver_per_s']:9.0f}/s  p50 {x['p50_ms']:.2f}  p99 {x['p99_ms']:.2f}  loss {x['loss_pct']:.1f}%")
-for x in r["chorus_vs_bare_mochi"]:
-    print(f"  chorus/mochi-bare qos {x['qos']} fan-out {x['fan_out']} rate {x['target_rate']}: {x['throughput_ratio']:.2f}x")
+print(f"broker, {r['rounds']} rounds, brokers alternated (load {r['machine_load']} -> {r['machine_load_end']}):")
+for x in r["ratios"]:
+    d = x["deliveries_per_s_ratio"]
+    print(f"  {x['subject']}/{x['anchor']} qos {x['qos']} fan-out {x['fan_out']:3d} rate {x.get('target_rate',0):5.0f}: "
+          f"median {d['median']:.2f}x (min {d['min']:.2f}, max {d['max']:.2f}); deliveries/s {x['subject_deliveries_per_s']['median']:.0f} vs {x['anchor_deliveries_per_s']['median']:.0f}; "
+          f"loss {x['subject_loss_pct']['median']:.1f}% vs {x['anchor_loss_pct']['median']:.1f}%")
 PY
+kill_mosquitto() { if [ -n "$mosq_pid" ]; then kill "$mosq_pid" 2>/dev/null || true; wait "$mosq_pid" 2>/dev/null || true; mosq_pid=; fi; }
+kill_mosquitto
 
 echo "== chorus bench attack"
 load >> "$out/summary.txt"
@@ -95,5 +130,64 @@ print(f"  enrol: {r['enrol']}; device errors {r['device_errors']}")
 PY
 done
 load >> "$out/summary.txt"
+
+# Issue 19's figures, each as a ratio to its anchor next to its target:
+# for the broker the anchor is Mosquitto in the same run (ratio >= 1 meets
+# the target); for the others the target itself (ratio <= 1 meets it).
+python3 - "$out" >> "$out/summary.txt" <<'PY' || true
+import json, os, sys
+out = sys.argv[1]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except Exception:
+        return None
+rows = []
+def row(fig, measured, anchor, ratio, target, met):
+    rows.append((fig, measured, anchor, "n/a" if ratio is None else f"{ratio:.2f}", target, {True: "met", False: "MISSED", None: "n/a"}[met]))
+for n, target_s in ((10000, 10.0), (1000, 1.5)):
+    r = load(f"fleet-{n}.json")
+    ph = [p for p in (r or {}).get("phases", []) if p["action"] == "install"]
+    if ph:
+        t = ph[0]["total_ms"] / 1000
+        d = ph[0]["device_convergence"]
+        row(f"fleet {n}: install total", f"{t:.1f} s (p50 {d['p50_ms']/1000:.1f}, p95 {d['p95_ms']/1000:.1f}; load {r.get('machine_load','?')})", f"target {target_s} s", t / target_s, f"<= {target_s} s", t <= target_s)
+    else:
+        row(f"fleet {n}: install total", "not measured", "", None, f"<= {target_s} s", None)
+    if n == 10000:
+        hwm = (r or {}).get("gateway_process", {}).get("vm_hwm_mib")
+        if hwm:
+            row("fleet 10000: gateway VmHWM", f"{hwm:.0f} MiB", "target 300 MiB", hwm / 300, "<= 300 MiB", hwm <= 300)
+        else:
+            row("fleet 10000: gateway VmHWM", "not measured", "", None, "<= 300 MiB", None)
+b = load("broker.json")
+ratios = {(x["qos"], x["fan_out"], x.get("target_rate", 0)): x for x in (b or {}).get("ratios", []) if x["anchor"] == "anchor"}
+for fo in (1, 10, 100):
+    x = ratios.get((1, fo, 0))
+    if x:
+        d = x["deliveries_per_s_ratio"]
+        row(f"broker QoS 1 fan-out {fo}: deliveries/s", f"{x['subject_deliveries_per_s']['median']:.0f}/s (median of {b['rounds']}, spread {d['min']:.2f}-{d['max']:.2f})",
+            f"Mosquitto {x['anchor_deliveries_per_s']['median']:.0f}/s", d["median"], ">= 1.0", d["median"] >= 1.0)
+    else:
+        row(f"broker QoS 1 fan-out {fo}: deliveries/s", "no Mosquitto anchor", "", None, ">= 1.0", None)
+x = ratios.get((0, 1, 0))
+if x:
+    d = x["deliveries_per_s_ratio"]
+    sl, al = x["subject_loss_pct"]["median"], x["anchor_loss_pct"]["median"]
+    row("broker QoS 0 fan-out 1: delivered/s", f"{x['subject_deliveries_per_s']['median']:.0f}/s (spread {d['min']:.2f}-{d['max']:.2f})", f"Mosquitto {x['anchor_deliveries_per_s']['median']:.0f}/s", d["median"], ">= 1.0", d["median"] >= 1.0)
+    row("broker QoS 0 fan-out 1: loss", f"{sl:.1f} %", f"Mosquitto {al:.1f} %", None, "<= Mosquitto's", sl <= al)
+else:
+    row("broker QoS 0 fan-out 1", "no Mosquitto anchor", "", None, ">= Mosquitto", None)
+a = load("agent-20.json")
+if a:
+    rss = a["agent_idle_vm_rss_mib"]
+    row("agent 20 skills: idle VmRSS", f"{rss:.1f} MiB (anon {a['agent_idle_rss_anon_mib']:.1f}, binary {a['agent_idle_rss_file_mib']:.1f})", "target 15 MiB", rss / 15, "<= 15 MiB", rss <= 15)
+else:
+    row("agent 20 skills: idle VmRSS", "not measured", "", None, "<= 15 MiB", None)
+print("issue 19 figures (ratio: to Mosquitto for the broker, >= 1 meets; to the target otherwise, <= 1 meets):")
+w = [max(len(r[i]) for r in rows) for i in range(6)]
+for r in [("figure", "measured", "anchor", "ratio", "target", "verdict")] + rows:
+    print("  " + "  ".join(c.ljust(w[i]) for i, c in enumerate(r)))
+PY
 echo
 cat "$out/summary.txt"
