@@ -6,6 +6,7 @@
 #   scripts/bench.sh                 # everything (15-30 minutes on 2 cores; every step has a timeout)
 #   FLEET_SIZES="1000" scripts/bench.sh
 #   MOSQUITTO_URL=mqtt://127.0.0.1:1884 scripts/bench.sh   # compare with a Mosquitto already running
+#   GOBENCH=0 BROKER_SCALE=0.05 FLEET_SIZES=100 scripts/bench.sh   # a quick check of the script itself
 #
 # When mosquitto is installed (and MOSQUITTO_URL is not set) the script
 # starts one itself on a free loopback port with a temporary config, loads
@@ -43,14 +44,16 @@ echo "== build"
 # includes the pages of its binary, and a cgo build also maps libc.
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$BIN" ./cmd/chorus
 
-echo "== go test -bench (hot paths)"
-load >> "$out/summary.txt"
 # A failing step is noted in the summary and the next one runs.
 fail() { echo "$1: FAILED or timed out (see its output above)" | tee -a "$out/summary.txt"; }
+if [ "${GOBENCH:-1}" = 0 ]; then echo "go test -bench: skipped (GOBENCH=0)" | tee -a "$out/summary.txt"; else
+echo "== go test -bench (hot paths)"
+load >> "$out/summary.txt"
 timeout 900 go test -run '^$' -bench . -benchmem -benchtime 1s \
   ./gateway/envelope ./gateway/topic ./broker ./fleet/catalog ./fleet/sqlite ./fleet/controller ./fleet/dashboard ./device/discovery \
   | tee "$out/gobench.txt" || fail "go test -bench"
 grep -E '^(Benchmark|ok|FAIL)' "$out/gobench.txt" >> "$out/summary.txt" || true
+fi
 
 echo "== chorus bench broker"
 # The anchor: a Mosquitto of our own unless MOSQUITTO_URL names one.
@@ -75,7 +78,7 @@ fi
 load >> "$out/summary.txt"
 args=()
 if [ -n "${MOSQUITTO_URL:-}" ]; then args+=(--mqtt-url "$MOSQUITTO_URL"); fi
-timeout 1800 "$BIN" bench broker --json --rounds "${BROKER_ROUNDS:-3}" "${args[@]}" > "$out/broker.json" || fail "bench broker"
+timeout 1800 "$BIN" bench broker --json --rounds "${BROKER_ROUNDS:-3}" --scale "${BROKER_SCALE:-1}" "${args[@]}" > "$out/broker.json" || fail "bench broker"
 python3 - "$out/broker.json" >> "$out/summary.txt" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))
