@@ -24,6 +24,7 @@ func (db *DB) PutAssignment(ctx context.Context, a *fleet.Assignment) error {
 	if err != nil {
 		return err
 	}
+	defer db.desired.dropTarget(a.Target) // once committed (desiredcache.go)
 	return db.write(ctx, func(tx *tx) error {
 		if _, err := resolveVersion(ctx, tx, a.SkillID, a.Version); err != nil {
 			return err
@@ -75,6 +76,7 @@ func (db *DB) DeleteAssignment(ctx context.Context, skillID string, t fleet.Targ
 	if err := validSkillTarget(skillID, t); err != nil {
 		return err
 	}
+	defer db.desired.dropTarget(t) // once committed (desiredcache.go)
 	return db.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM assignments WHERE skill_id = ? AND target_kind = ? AND target_value = ?`,
 			skillID, t.Kind, t.Value)

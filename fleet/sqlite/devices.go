@@ -25,6 +25,7 @@ func (db *DB) CreateDevice(ctx context.Context, d *fleet.Device) error {
 	}
 	d.Tags = fleet.NormalizeTags(d.Tags)
 	d.KeyVersion = max(d.KeyVersion, 1)
+	defer db.desired.drop(d.ID) // once committed (desiredcache.go)
 	return db.write(ctx, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO devices (id, secret_hash, skill_key, key_version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, d.ID, d.SecretHash, d.SkillKey, d.KeyVersion, encTime(tx.now), encTime(tx.now))
@@ -101,6 +102,7 @@ func (db *DB) DeleteDevice(ctx context.Context, id string) error {
 	if err := fleet.ValidDeviceID(id); err != nil {
 		return err
 	}
+	defer db.desired.drop(id) // once committed (desiredcache.go)
 	return db.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM devices WHERE id = ?`, id)
 		if err := affected(res, err, "device %q not found", id); err != nil {
@@ -149,6 +151,7 @@ func (db *DB) changeTags(ctx context.Context, id string, tags []string, change f
 		return nil, err
 	}
 	var d *fleet.Device
+	defer db.desired.drop(id) // once committed (desiredcache.go)
 	err := db.write(ctx, func(tx *tx) error {
 		if err := touchDevice(ctx, tx, id); err != nil {
 			return err
