@@ -60,6 +60,7 @@ func (c *Controller) runWorker() {
 // Assistant topics (hareconcile.go).
 func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err error) {
 	defer func(start time.Time) { c.metrics.observeReconcile(start, c.cfg.Now(), err) }(c.cfg.Now())
+	removals := c.removals.Load() // before the device is read (reconcileHA)
 	d, err := c.store.GetDevice(ctx, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		c.removed(id)
@@ -80,7 +81,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err 
 	if res, err = c.publishIfNeeded(d, doc); err != nil {
 		return Result{}, reconcileError(id, err)
 	}
-	if err := c.reconcileHA(ctx, d); err != nil {
+	if err := c.reconcileHA(ctx, d, removals); err != nil {
 		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
 	if err := c.judge(ctx, d, doc, rep); err != nil {
