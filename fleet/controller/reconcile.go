@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -248,6 +249,10 @@ func verdict(r *fleet.Rollout, doc fleet.Desired, rep state.Skills, start int64)
 	}
 	return "", "", false
 }
+
+// startingVersion is startVer's mark of an execution the engine is starting
+// (startExecutions): no document is new enough to judge it yet.
+const startingVersion = math.MaxInt64
 
 // startVersion is the desired version an execution started with in this
 // run, or the current one (after a restart the controller does not know

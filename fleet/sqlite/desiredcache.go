@@ -64,6 +64,31 @@ func (c *desiredCache) drop(id string) {
 	delete(c.docs, id)
 }
 
+// replace sets id's document to doc, written and committed by the caller
+// while seq was the sequence (read inside its write transaction, so no
+// other write committed after it). A drop since then may be of a write
+// that committed after the caller's: then the document is only dropped.
+// Readers that started before are refused as by drop.
+func (c *desiredCache) replace(id string, doc fleet.Desired, seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	stale := c.all > seq || c.dropped[id] > seq
+	c.seq++
+	c.dropped[id] = c.seq
+	if stale {
+		delete(c.docs, id)
+		return
+	}
+	c.docs[id] = copyDesired(doc)
+}
+
+// sequence is the current sequence.
+func (c *desiredCache) sequence() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seq
+}
+
 // dropAll forgets every document.
 func (c *desiredCache) dropAll() {
 	c.mu.Lock()

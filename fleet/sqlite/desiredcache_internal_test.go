@@ -75,3 +75,27 @@ func TestDesiredForFillsTheCache(t *testing.T) {
 		t.Fatalf("cache holds %+v (%v), DesiredFor returned %+v", got, ok, want)
 	}
 }
+
+// TestDesiredCacheReplace: a writer's own document is kept unless a drop
+// came after the sequence it read inside its transaction, and replacing
+// refuses readers that started before it.
+func TestDesiredCacheReplace(t *testing.T) {
+	doc := fleet.Desired{Version: 7}
+	c := newDesiredCache()
+	_, readerSeq, _ := c.get("pi1")
+	seq := c.sequence()
+	c.replace("pi1", doc, seq)
+	if got, _, ok := c.get("pi1"); !ok || got.Version != 7 {
+		t.Fatal("replace did not keep the writer's document")
+	}
+	c.put("pi1", fleet.Desired{Version: 6}, readerSeq)
+	if got, _, _ := c.get("pi1"); got.Version != 7 {
+		t.Fatal("a reader from before replace overwrote it")
+	}
+	seq = c.sequence()
+	c.drop("pi1") // a later write's drop ran before the replace
+	c.replace("pi1", fleet.Desired{Version: 8}, seq)
+	if _, _, ok := c.get("pi1"); ok {
+		t.Fatal("replace kept a document a later write dropped")
+	}
+}
