@@ -31,12 +31,13 @@ type updateState struct {
 // titles, the agent version), not on every skills report; the update state
 // of each fleet-managed skill when it changes; both again after a Home
 // Assistant birth. Components and update topics of skills that went away are
-// withdrawn. removals is c.removals as read before d was.
-func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device, removals uint64) error {
+// withdrawn. rep is d's skills report, parsed; removals is c.removals as
+// read before d was.
+func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device, rep state.Skills, removals uint64) error {
 	if c.ha.cfg.Disabled {
 		return nil
 	}
-	in, updates, err := c.haInput(ctx, d)
+	in, updates, err := c.haInput(ctx, d, rep)
 	if err != nil {
 		return fmt.Errorf("home assistant: %w", err)
 	}
@@ -136,8 +137,7 @@ func (c *Controller) publishUpdateState(dev, skill string, payload []byte) error
 // the update state of each fleet-managed skill (latest = the catalog's most
 // recently published version). Skills whose id cannot be a topic level
 // (reported invalid by the agent) get no entities.
-func (c *Controller) haInput(ctx context.Context, d *fleet.Device) (hadiscovery.Input, map[string][]byte, error) {
-	rep, _ := parseReport(d.Reported) // validated when stored
+func (c *Controller) haInput(ctx context.Context, d *fleet.Device, rep state.Skills) (hadiscovery.Input, map[string][]byte, error) {
 	in := hadiscovery.Input{Prefix: c.ha.cfg.Prefix, Device: d.ID, AgentVersion: d.AgentVersion, ChorusVersion: c.ha.cfg.Version}
 	updates := map[string][]byte{}
 	seen := map[string]bool{}

@@ -82,7 +82,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err 
 	if res, err = c.publishIfNeeded(d, doc); err != nil {
 		return Result{}, reconcileError(id, err)
 	}
-	if err := c.reconcileHA(ctx, d, removals); err != nil {
+	if err := c.reconcileHA(ctx, d, rep, removals); err != nil {
 		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
 	if err := c.judge(ctx, d, doc, rep); err != nil {
