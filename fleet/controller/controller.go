@@ -82,6 +82,12 @@ type Config struct {
 	HomeAssistant HomeAssistant // discovery and update entities (on unless Disabled)
 	Bridge        Bridge        // satellite ↔ hub relay and topic twins (routes.go)
 
+	// SweepWait is how long the start-up sweep of removed devices' retained
+	// topics (sweep.go) keeps listening after subscribing: 0 for the
+	// embedded broker, which delivers retained messages within Subscribe;
+	// a few seconds for an external one.
+	SweepWait time.Duration
+
 	// BrokerStats, when set, adds the broker's counters to Metrics.
 	BrokerStats func() broker.Stats
 
@@ -220,6 +226,12 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("start fleet controller: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// Before the state subscriptions: a removed device's Home Assistant
+	// config is cleared before the inbox clears its availability.
+	if err := c.sweepRemoved(ctx); err != nil {
+		c.Close()
+		return fmt.Errorf("start fleet controller: sweep removed devices: %w", err)
+	}
 	if err := c.subscribe(); err != nil {
 		c.Close()
 		return fmt.Errorf("start fleet controller: %w", err)

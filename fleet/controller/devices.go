@@ -51,12 +51,17 @@ func (c *Controller) RotateDevice(ctx context.Context, actor, id string) (*fleet
 }
 
 // RemoveDevice deletes a device (its device assignments go, its unfinished
-// executions are canceled), revokes it at once and clears its retained topics.
+// executions are canceled), revokes it at once and clears its retained
+// topics: its Home Assistant config first (HA then drops the entities with
+// the device, never seeing them without availability), then its state and
+// desired topics. The clears are sent once. A crash before they reach the
+// broker is repaired at the next start (sweep.go re-derives them from the
+// registry).
 //
 // A Reconcile of the device may be running with what it loaded before the
-// delete, and remember or publish after the forget and clearTopics here.
+// delete, and remember or publish after the forget and the clears here.
 // The device is queued again: the work queue runs that pass after the
-// running one, finds the device gone and forgets and clears once more
+// running one, finds the device gone and clears what that pass published
 // (Reconcile, removed).
 func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
 	if err := c.store.DeleteDevice(ctx, id); err != nil {
@@ -66,8 +71,8 @@ func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
 	err := c.registryChanged(ctx)
 	c.forget(id)
 	c.routesChanged(ctx) // before clearTopics: the relay still knows its skills
-	c.clearTopics(id)
 	c.removeHA(id)
+	c.clearTopics(id)
 	c.queue.Add(id)
 	c.Kick()
 	return err
@@ -78,13 +83,17 @@ func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
 // the inbox (clearStale), since the device is no longer in the registry.
 func (c *Controller) clearTopics(id string) {
 	for _, build := range []func(string) (string, error){topic.Availability, topic.Birth, topic.Connectivity, topic.Skills, topic.Desired} {
-		t, err := build(id)
-		if err != nil {
-			continue
-		}
-		if err := c.cfg.Broker.Publish(broker.Message{Topic: t, QoS: 1, Retain: true}); err != nil {
-			c.log.Warn("clear retained topic", "topic", t, "error", err)
-		}
+		c.clearTopic(build, id)
+	}
+}
+
+func (c *Controller) clearTopic(build func(string) (string, error), id string) {
+	t, err := build(id)
+	if err != nil {
+		return
+	}
+	if err := c.cfg.Broker.Publish(broker.Message{Topic: t, QoS: 1, Retain: true}); err != nil {
+		c.log.Warn("clear retained topic", "topic", t, "error", err)
 	}
 }
 

@@ -246,19 +246,27 @@ func (c *Controller) startVersion(e *fleet.Execution, doc fleet.Desired) int64 {
 	return doc.Version
 }
 
-// removed is the pass of a device not in the registry: it forgets the
-// device and clears its retained topics again. RemoveDevice queues it after
-// its own forget and clearTopics, so what a pass that loaded the device
-// before the removal published or remembered afterwards (its summary entry,
-// a desired document, a Home Assistant config, an availability re-publish)
-// goes too. Devices of LocalAccounts are not in the registry and are left alone.
+// removed is the pass of a device not in the registry. RemoveDevice queues
+// it after its own forget and clears, so it clears again only what a pass
+// that loaded the device before the removal published and remembered
+// afterwards (a desired document, a Home Assistant config): a plain removal
+// sends its clear sequence once. What such a pass publishes on the device's
+// availability is cleared by the inbox (clearStale). Devices of
+// LocalAccounts are not in the registry and are left alone.
 func (c *Controller) removed(id string) {
+	c.pubMu.Lock()
+	_, desiredAgain := c.published[id]
+	c.pubMu.Unlock()
 	c.forget(id)
 	if c.local[id] {
 		return
 	}
-	c.clearTopics(id)
-	c.removeHA(id)
+	if c.ha.has(id) {
+		c.removeHA(id)
+	}
+	if desiredAgain {
+		c.clearTopic(topic.Desired, id)
+	}
 }
 
 // forget drops what the controller remembers of a removed device.
