@@ -90,12 +90,12 @@ func TestDiskFullE2E(t *testing.T) {
 	waitUp(t, f.gw, f.gwData)
 
 	added := []string{"pi-1", "pi-2", "pi-3"}
-	var refusal string
+	var refusal, refused string
 	for i := range 500 {
 		d := fmt.Sprintf("fill-%03d", i)
 		out, err := f.runFleet("device", "add", d, "--tag", "hall", "--credentials-out", f.creds(d))
 		if err != nil {
-			refusal = out
+			refusal, refused = out, d
 			break
 		}
 		added = append(added, d)
@@ -135,6 +135,11 @@ func TestDiskFullE2E(t *testing.T) {
 		if !strings.Contains(out, d) {
 			t.Fatalf("device %s, added before the limit was hit, is missing after the restart:\n%s", d, out)
 		}
+	}
+	// "Nothing changed" is said only when nothing was stored: the refused
+	// device is not there (else its one-time secret was lost).
+	if strings.Contains(refusal, "nothing changed") && strings.Contains(out, refused+" ") {
+		t.Fatalf("device %s was refused with \"nothing changed\" but is in the registry:\n%s", refused, out)
 	}
 	if got := integrityCheck(t, filepath.Join(f.gwData, "fleet.db")); got != "ok" {
 		t.Fatalf("fleet.db integrity_check after the restart: %s", got)

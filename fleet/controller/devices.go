@@ -22,7 +22,9 @@ func (c *Controller) AddDevice(ctx context.Context, actor, id string, tags []str
 	}
 	d := &fleet.Device{ID: id, Tags: tags, SecretHash: broker.HashSecret(secret), SkillKey: priv.Public().(ed25519.PublicKey)}
 	if err := c.store.CreateDevice(ctx, d); err != nil {
-		return nil, configs.AgentCredentials{}, err
+		if d, err = c.storedAnyway(ctx, d, err); err != nil {
+			return nil, configs.AgentCredentials{}, err
+		}
 	}
 	c.audit(ctx, actor, "device.add", "device/"+id, map[string]any{"tags": d.Tags})
 	_ = c.registryChanged(ctx)
@@ -30,6 +32,32 @@ func (c *Controller) AddDevice(ctx context.Context, actor, id string, tags []str
 	creds := c.credentials(d, secret, priv)
 	c.cfg.SecretIssued(ctx, creds.Username, secret)
 	return d, creds, nil
+}
+
+// storedAnyway settles a create the store refused as unavailable: a write
+// that failed at COMMIT (a full disk) may have reached the database, and a
+// device stored without its one-time secret reaching the operator is locked
+// out (a retry says it exists). It reads the device back: stored with this
+// secret's hash, the create succeeded and d is returned; absent, the answer
+// says for certain that nothing changed. Only when the read fails too does
+// the store's own error (which says the outcome is unknown) go back.
+func (c *Controller) storedAnyway(ctx context.Context, d *fleet.Device, err error) (*fleet.Device, error) {
+	if fleet.ErrorCode(err) != fleet.EUNAVAILABLE {
+		return nil, err
+	}
+	got, gerr := c.store.GetDevice(ctx, d.ID)
+	switch {
+	case gerr == nil && got.SecretHash == d.SecretHash:
+		c.log.Warn("device add: the store reported a failure but the device was stored; returning its credentials",
+			"device", d.ID, "error", err)
+		return got, nil
+	case fleet.ErrorCode(gerr) == fleet.ENOTFOUND:
+		return nil, fmt.Errorf("%w: %w", fleet.Errorf(fleet.EUNAVAILABLE,
+			"the fleet database could not store device %q (a full disk, a file size limit or a failing disk; see the gateway's log); read back after the failure, it is not there: nothing changed; free space on the gateway and retry",
+			d.ID), err)
+	default:
+		return nil, err
+	}
 }
 
 // RotateDevice replaces a device's secret and skill key; the old ones stop
