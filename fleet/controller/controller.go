@@ -169,6 +169,9 @@ type Controller struct {
 type publishedDoc struct {
 	version int64
 	at      time.Time
+	// artifacts are the sha256s the document names; prev those of the
+	// document published before it (OpenArtifact serves both).
+	artifacts, prev []string
 }
 
 type execKey struct {

@@ -121,7 +121,11 @@ func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) (Result
 		return Result{}, err
 	}
 	c.pubMu.Lock()
-	c.published[d.ID] = publishedDoc{version: doc.Version, at: now}
+	prev := last.prev
+	if ok && doc.Version > last.version {
+		prev = last.artifacts
+	}
+	c.published[d.ID] = publishedDoc{version: doc.Version, at: now, artifacts: artifactsOf(doc), prev: prev}
 	c.pubMu.Unlock()
 	c.changed("device/" + d.ID)
 	if behind {
