@@ -49,6 +49,7 @@ func (a *app) newAgentCmd() *cobra.Command {
 		Short: "Run the device agent: the OVOS skill lifecycle on this satellite",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.ignoreHangup(cmd.Context())
 			cfg, warnings, err := configs.Load(f.config)
 			if err != nil {
 				return err

@@ -171,6 +171,7 @@ func TestUpE2E(t *testing.T) {
 	// The banner's mosquitto_sub line names the real host and port and the
 	// observer account, with no placeholder left (issue 16 §8).
 	port := up.MQTTURL[strings.LastIndex(up.MQTTURL, ":")+1:]
+	waitCount(t, p, "Stop with Ctrl-C.", 1)
 	banner := p.out.String()
 	if strings.Contains(banner, "<host>") || strings.Contains(banner, "<port>") ||
 		!strings.Contains(banner, "mosquitto_sub -V 5 -h 127.0.0.1 -p "+port+" -u "+up.Observer.Username) {

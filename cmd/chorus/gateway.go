@@ -72,6 +72,7 @@ func (a *app) newGatewayCmd() *cobra.Command {
 		Short: "Run the gateway: the embedded MQTT broker and the HTTP API",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.ignoreHangup(cmd.Context())
 			cfg, err := f.load(cmd, a)
 			if err != nil {
 				return err
