@@ -81,6 +81,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newCertCmd(),
 		a.newBenchCmd(),
 	)
+	strictGroups(root)
 	return root
 }
 
