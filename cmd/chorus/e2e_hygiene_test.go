@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -97,5 +100,32 @@ func waitCount(t *testing.T, p *proc, s string, n int) {
 			t.Fatalf("no %q (%d times) in the output:\n%s", s, n, p.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSecondAgentWSPortE2E: an agent whose websocket address is taken (a
+// second agent on one machine) stops with an error that names --ws-listen
+// (issue 16 §8).
+func TestSecondAgentWSPortE2E(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	work := t.TempDir()
+	p := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "data"), "--skills", mustAbs(t, "../../configs/skills"),
+		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", taken.Addr().String())
+	select {
+	case err := <-p.waited:
+		p.waited <- err
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+			t.Fatalf("exit %v, want non-zero", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("chorus up kept running with its websocket address taken")
+	}
+	if out := p.out.String(); !strings.Contains(out, "address already in use") || !strings.Contains(out, "--ws-listen 127.0.0.1:PORT") {
+		t.Fatalf("the error does not say to use --ws-listen:\n%s", out)
 	}
 }
