@@ -161,7 +161,7 @@ func (a *app) printDevice(d api.Device) error {
 	if c, ok := d.ParseConnectivity(); ok {
 		conn = fmt.Sprintf("network %s, internet %s, gui %s", fleetYN(c.Network), fleetYN(c.Internet), fleetYN(c.GUI))
 	}
-	return fleetKV(a.stdout,
+	if err := fleetKV(a.stdout,
 		"id", d.ID,
 		"tags", strings.Join(d.Tags, ", "),
 		"online", fleetYesNo(d.Online),
@@ -173,7 +173,22 @@ func (a *app) printDevice(d api.Device) error {
 		"desired version", fmt.Sprintf("%d (applied %d)", d.DesiredVersion, d.AppliedVersion),
 		"drift", fleetYesNo(d.Drift),
 		"created", fleetTime(d.CreatedAt),
-	)
+	); err != nil || len(d.Skills) == 0 {
+		return err
+	}
+	fmt.Fprintln(a.stdout)
+	t := newFleetTable(a.stdout, "SKILL", "DESIRED", "VERSION", "STATE", "WHY")
+	for _, s := range d.Skills {
+		t.row(s.ID, orDash(s.Desired), orDash(s.Version), s.State, orDash(s.Reason))
+	}
+	return t.flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func (a *app) newFleetDeviceTagCmd(f *fleetFlags) *cobra.Command {

@@ -60,7 +60,8 @@ func (s *Server) answerEnrolled(w http.ResponseWriter, r *http.Request, status i
 }
 
 func (s *Server) answerDevice(w http.ResponseWriter, r *http.Request, d *fleet.Device) {
-	v, err := s.view(r, d)
+	want, err := s.cfg.Fleet.DesiredOf(r.Context(), d.ID)
+	v := api.NewDeviceDetail(d, want)
 	if err != nil {
 		s.fail(w, r, err)
 		return
