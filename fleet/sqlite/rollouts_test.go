@@ -301,7 +301,7 @@ func TestRolloutUpdatedFollowsExecutions(t *testing.T) {
 	for _, to := range []fleet.ExecState{fleet.ExecInProgress, fleet.ExecSucceeded} {
 		c.Advance(time.Minute)
 		mustExec(t, db, r.ID, "pi1", to)
-		got, _, err := db.GetRollout(ctx, r.ID)
+		got, err := db.GetRollout(ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
