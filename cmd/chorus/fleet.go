@@ -58,6 +58,7 @@ func (a *app) newFleetCmd() *cobra.Command {
 		a.newFleetRouteCmd(f),
 		a.newFleetExportCmd(f),
 	)
+	a.wireFleetCompletion(cmd, f)
 	return cmd
 }
 
