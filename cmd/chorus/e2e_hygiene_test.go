@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/broker/brokertest"
 )
 
 // TestSIGHUPE2E: SIGHUP neither stops `chorus up` (gateway and agent in one
@@ -127,5 +129,43 @@ func TestSecondAgentWSPortE2E(t *testing.T) {
 	}
 	if out := p.out.String(); !strings.Contains(out, "address already in use") || !strings.Contains(out, "--ws-listen 127.0.0.1:PORT") {
 		t.Fatalf("the error does not say to use --ws-listen:\n%s", out)
+	}
+}
+
+// TestCleanInterruptE2E: Ctrl-C (SIGINT) on a `chorus up` whose skills run
+// ends with exit 0 and without a WARN or ERROR line (issue 16 §8): skills
+// disconnecting while the broker writes to them is normal at a stop.
+func TestCleanInterruptE2E(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-int", "--skills", mustAbs(t, "../../configs/skills"),
+		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
+	up := waitUp(t, p, data)
+	obs := brokertest.MustConnect(t, mqttAddr(t, up.MQTTURL), up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "obs"})
+	obs.Sub(t, "chorus/v1/pi-int/skills")
+	waitSkills(t, obs, "pi-int", func(s map[string]string) bool {
+		return s["hello.chorus"] == "loaded" && s["echo-hub.chorus"] == "loaded"
+	})
+	obs.Close()
+	waitCount(t, p, "Stop with Ctrl-C.", 1) // up, as a person sees it before pressing Ctrl-C
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.waited:
+		p.waited <- err
+		if err != nil {
+			t.Fatalf("exit after Ctrl-C: %v, want 0\n%s", err, p.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("chorus up did not stop within 30s of SIGINT")
+	}
+	if os.Getenv("CHORUS_DUMP") != "" {
+		t.Log(p.out.String())
+	}
+	for _, line := range strings.Split(p.out.String(), "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a clean Ctrl-C logged: %s", line)
+		}
 	}
 }
