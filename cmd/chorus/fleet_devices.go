@@ -68,7 +68,7 @@ func (a *app) newFleetDeviceAddCmd(f *fleetFlags) *cobra.Command {
 			}
 			enr, err := c.AddDevice(ctx, args[0], tags)
 			if err != nil {
-				return err
+				return a.keepUnconfirmed(args[0], credsOut, err)
 			}
 			return a.printEnrolled(f, enr, credsOut, "added")
 		}),
@@ -78,6 +78,31 @@ func (a *app) newFleetDeviceAddCmd(f *fleetFlags) *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "enrol every device listed in FILE (CSV or JSON lines)")
 	cmd.Flags().StringVar(&credDir, "credentials-dir", "", "with --from: write each device's credentials to DIR/<id>.json")
 	return cmd
+}
+
+// keepUnconfirmed saves the credentials the gateway returned with an add
+// it could not confirm (the device may exist; its secret is shown only
+// now), to credsOut or stderr, and says how to find out. err is returned
+// as it was, so the exit code still says the add failed.
+func (a *app) keepUnconfirmed(id, credsOut string, err error) error {
+	var fe *fleetclient.Error
+	if !errors.As(err, &fe) || fe.Credentials == nil {
+		return err
+	}
+	where := "below"
+	if credsOut != "" {
+		if werr := configs.WriteAgentCredentials(credsOut, *fe.Credentials); werr != nil {
+			credsOut = ""
+		} else {
+			where = credsOut
+		}
+	}
+	fmt.Fprintf(a.stderr, "device %s may or may not have been added; its credentials are saved %s in case it was: "+
+		"`chorus fleet device show %s` tells (if it exists, they are its credentials; if not, add it again)\n", id, where, id)
+	if credsOut == "" {
+		_ = fleetJSON(a.stdout, *fe.Credentials)
+	}
+	return err
 }
 
 // printEnrolled shows new credentials: written to credsOut, or printed as

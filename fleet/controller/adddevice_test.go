@@ -16,7 +16,15 @@ import (
 // database anyway (the outcome SQLite cannot confirm).
 type commitFailStore struct {
 	controller.Store
-	stored bool
+	stored   bool
+	readFail bool // the read-back fails too
+}
+
+func (s *commitFailStore) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
+	if s.readFail {
+		return nil, errors.Join(fleet.Errorf(fleet.EUNAVAILABLE, "the fleet database could not be read"), errCommit)
+	}
+	return s.Store.GetDevice(ctx, id)
 }
 
 var errCommit = errors.New("fleet db: commit write: disk I/O error")
@@ -60,4 +68,32 @@ func TestAddDeviceFullDisk(t *testing.T) {
 			c.Close()
 		})
 	}
+}
+
+// TestAddDeviceOutcomeUnknown: when neither the commit nor a read-back can
+// say whether the device was stored, AddDevice fails (unavailable, "may or
+// may not") and still returns the credentials, which work once the device
+// turns out to exist: its one-time secret is not lost (issue 16 §7).
+func TestAddDeviceOutcomeUnknown(t *testing.T) {
+	cs := &commitFailStore{stored: true, readFail: true}
+	e, _ := newIntegEnvWith(t, integOptions{store: func(s controller.Store) controller.Store { cs.Store = s; return cs }})
+	_, creds, err := e.ctl.AddDevice(context.Background(), "test", "pi-1", nil)
+	if fleet.ErrorCode(err) != fleet.EUNAVAILABLE || !strings.Contains(fleet.ErrorMessage(err), "may or may not") {
+		t.Fatalf("AddDevice = %v, want unavailable saying the outcome is unknown", err)
+	}
+	if creds.Password == "" || creds.Device != "pi-1" {
+		t.Fatalf("no credentials with the unknown outcome: %+v", creds)
+	}
+	cs.readFail = false
+	if _, err := e.ctl.GetDevice(context.Background(), "pi-1"); err != nil {
+		t.Fatal(err)
+	}
+	e.ctl.Kick()
+	eventually(t, "the returned credentials log in", func() bool {
+		c, err := brokertest.Connect(t, e.b.Addr(), creds.Username, creds.Password, brokertest.ConnectOptions{ClientID: "pi-1"})
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 
 	"github.com/chorus-edge/chorus/broker"
@@ -15,6 +16,10 @@ import (
 // AddDevice registers a device with a random secret (stored hashed) and a
 // fresh Ed25519 skill key (public half stored) and returns its agent
 // credentials: the only time the secret and the private key are shown.
+// When the store cannot say whether the device was stored (a failed
+// COMMIT, then a failed read-back), it returns the error (unavailable) and
+// the credentials too, so that the secret of a device that was stored is
+// not lost; they work exactly when the device turns out to exist.
 func (c *Controller) AddDevice(ctx context.Context, actor, id string, tags []string) (*fleet.Device, configs.AgentCredentials, error) {
 	secret, priv, err := newDeviceSecrets()
 	if err != nil {
@@ -22,9 +27,18 @@ func (c *Controller) AddDevice(ctx context.Context, actor, id string, tags []str
 	}
 	d := &fleet.Device{ID: id, Tags: tags, SecretHash: broker.HashSecret(secret), SkillKey: priv.Public().(ed25519.PublicKey)}
 	if err := c.store.CreateDevice(ctx, d); err != nil {
-		if d, err = c.storedAnyway(ctx, d, err); err != nil {
+		stored, err := c.storedAnyway(ctx, d, err)
+		if errors.Is(err, errOutcomeUnknown) {
+			// If it was stored, its credentials work as soon as the table
+			// is rebuilt from the registry (a failing read keeps the old one).
+			_ = c.registryChanged(ctx)
+			c.queue.Add(id)
+			return nil, c.credentials(d, secret, priv), err
+		}
+		if err != nil {
 			return nil, configs.AgentCredentials{}, err
 		}
+		d = stored
 	}
 	c.audit(ctx, actor, "device.add", "device/"+id, map[string]any{"tags": d.Tags})
 	_ = c.registryChanged(ctx)
@@ -56,9 +70,14 @@ func (c *Controller) storedAnyway(ctx context.Context, d *fleet.Device, err erro
 			"the fleet database could not store device %q (a full disk, a file size limit or a failing disk; see the gateway's log); read back after the failure, it is not there: nothing changed; free space on the gateway and retry",
 			d.ID), err)
 	default:
-		return nil, err
+		c.log.Error("device add: the store reported a failure and the device cannot be read back; returning its credentials in case it was stored",
+			"device", d.ID, "error", err, "read_error", gerr)
+		return nil, fmt.Errorf("%w: %w", err, errOutcomeUnknown)
 	}
 }
+
+// errOutcomeUnknown marks an add whose outcome the store cannot confirm.
+var errOutcomeUnknown = errors.New("outcome unknown")
 
 // RotateDevice replaces a device's secret and skill key; the old ones stop
 // working at once (connected clients using them are disconnected).
