@@ -34,6 +34,8 @@ type policy struct {
 	stats    counters
 
 	connectLog, publishLog, slowLog *logLimiter
+
+	onGone atomic.Pointer[func(username string)] // NotifyDisconnect
 }
 
 // counters are the policy's cumulative counts (Stats).
@@ -99,6 +101,7 @@ func (p *policy) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
 	}
 	p.sessions.Delete(cl)
 	p.accounts.leave(s.username, cl)
+	p.gone(s.username)
 	if cause := cl.StopCause(); cause == packets.ErrPendingClientWritesExceeded {
 		p.stats.slowCut.Add(1)
 	}
@@ -113,6 +116,7 @@ func (p *policy) OnSysInfoTick(*system.Info) {
 		if cl := k.(*mqtt.Client); cl.Closed() {
 			p.sessions.Delete(cl)
 			p.accounts.leave(v.(*session).username, cl)
+			p.gone(v.(*session).username)
 		}
 		return true
 	})

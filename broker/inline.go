@@ -5,25 +5,20 @@ import (
 	"fmt"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
+
+	"github.com/chorus-edge/chorus/gateway/mqttmsg"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // Message is one MQTT application message as the gateway's own components see
-// it, with the MQTT 5 properties the bus uses.
-type Message struct {
-	Topic           string
-	Payload         []byte
-	QoS             byte
-	Retain          bool
-	ContentType     string
-	ResponseTopic   string
-	CorrelationData []byte
-	MessageExpiry   uint32 // seconds; 0 = none
-	User            []UserProperty
-}
+// it: the one definition in gateway/mqttmsg, which the bus transports share.
+type Message = mqttmsg.Message
 
 // UserProperty is an MQTT 5 user property.
-type UserProperty struct{ Key, Value string }
+type UserProperty = mqttmsg.UserProperty
+
+// UserProperties are a message's user properties, in the order sent.
+type UserProperties = mqttmsg.UserProperties
 
 // Publish publishes m from the in-process client. Inline publishes bypass the
 // ACL (STYLE.md §8): the caller is the controller and enforces its own policy.
@@ -75,8 +70,11 @@ func fromPacket(pk packets.Packet) Message {
 		CorrelationData: bytes.Clone(pk.Properties.CorrelationData),
 		MessageExpiry:   pk.Properties.MessageExpiryInterval,
 	}
-	for _, u := range pk.Properties.User {
-		m.User = append(m.User, UserProperty{Key: u.Key, Value: u.Val})
+	if len(pk.Properties.User) > 0 {
+		m.User = make(UserProperties, 0, len(pk.Properties.User))
+		for _, u := range pk.Properties.User {
+			m.User = append(m.User, UserProperty{Key: u.Key, Value: u.Val})
+		}
 	}
 	return m
 }

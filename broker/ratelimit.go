@@ -77,9 +77,11 @@ func (p *policy) newBucket(lim *RoleLimits) *bucket {
 // flooding, and from then on its connection is read no faster than its
 // account's rate: each publish waits (at most floodPause at a time) until the
 // bucket holds a token. The flood waits in the flooder's own socket instead
-// of costing the broker a decode and a refusal per message at wire speed. A
-// publish that finds a token to spare ends the flooding state; a client that
-// hits its limit now and then is only refused.
+// of costing the broker a decode and a refusal per message at wire speed.
+// The flooding state ends once the client has been quiet long enough for its
+// bucket to refill (a sleep that overshoots on a loaded machine leaves a
+// token to spare, and ending there re-opened a run of refusals at wire
+// speed); a client that hits its limit now and then is only refused.
 const (
 	floodRun   = 16
 	floodPause = 250 * time.Millisecond
@@ -94,7 +96,9 @@ func (p *policy) allowRate(s *session) bool {
 	}
 	now := p.cfg.Now()
 	if s.flooding {
-		if d := min(b.untilToken(now), floodPause); d > 0 {
+		if b.full(now) {
+			s.flooding = false // quiet long enough to refill its burst
+		} else if d := min(b.untilToken(now), floodPause); d > 0 {
 			time.Sleep(d)
 			now = p.cfg.Now()
 		}
@@ -106,8 +110,5 @@ func (p *policy) allowRate(s *session) bool {
 		return false
 	}
 	s.refusedRun = 0
-	if s.flooding && b.untilToken(now) == 0 {
-		s.flooding = false
-	}
 	return true
 }

@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/storage"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
@@ -25,6 +27,12 @@ type rawClient struct {
 
 func dialRaw(t *testing.T, addr, id, user, pass string, expiry uint32) *rawClient {
 	t.Helper()
+	return dialRawSession(t, addr, id, user, pass, expiry, true)
+}
+
+// dialRawSession is dialRaw with the CONNECT's clean start flag chosen.
+func dialRawSession(t *testing.T, addr, id, user, pass string, expiry uint32, clean bool) *rawClient {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +43,7 @@ func dialRaw(t *testing.T, addr, id, user, pass string, expiry uint32) *rawClien
 	c.send(t, packets.Packet{
 		FixedHeader: packets.FixedHeader{Type: packets.Connect}, ProtocolVersion: 5,
 		Connect: packets.ConnectParams{
-			ProtocolName: []byte("MQTT"), Clean: true, Keepalive: 30, ClientIdentifier: id,
+			ProtocolName: []byte("MQTT"), Clean: clean, Keepalive: 30, ClientIdentifier: id,
 			UsernameFlag: true, Username: []byte(user), PasswordFlag: true, Password: []byte(pass),
 		},
 		Properties: packets.Properties{SessionExpiryInterval: expiry, SessionExpiryIntervalFlag: expiry > 0},
@@ -280,4 +288,77 @@ func startStoreBroker(t *testing.T, dir string, log *slog.Logger) (*Broker, stri
 	}
 	t.Cleanup(func() { b.Close() })
 	return b, secret
+}
+
+// droppedRecorder counts OnQosDropped calls for one client id.
+type droppedRecorder struct {
+	mqtt.HookBase
+	client string
+	n      atomic.Int32
+}
+
+func (h *droppedRecorder) ID() string           { return "test-dropped-recorder" }
+func (h *droppedRecorder) Provides(b byte) bool { return b == mqtt.OnQosDropped }
+func (h *droppedRecorder) OnQosDropped(cl *mqtt.Client, _ packets.Packet) {
+	if cl.ID == h.client {
+		h.n.Add(1)
+	}
+}
+
+// A resumed session's in-flight messages move to the new connection: none is
+// dropped on the way (the store would delete its row and add it again behind
+// any message delivered during the resend, so a restart re-sent them out of
+// order), and their stored order is the order they were published in.
+func TestTakeoverKeepsInflightRowsInOrder(t *testing.T) {
+	dir := t.TempDir()
+	b, secret := startStoreBroker(t, dir, slog.New(slog.DiscardHandler))
+	const id, topic = "operator:alice/keeper", "chorus/v1/pi-1/bus/hello"
+	dropped := &droppedRecorder{client: id}
+	if err := b.srv.AddHook(dropped, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, b.Addr(), id, "operator:alice", secret, 3600)
+	c.subscribe(t, "chorus/v1/pi-1/bus/+")
+	c.conn.Close()
+	storeEventually(t, "the connection gone", func() bool { cl, ok := b.srv.Clients.Get(id); return ok && cl.Closed() })
+	for i := range 3 {
+		if err := b.Publish(Message{Topic: topic, Payload: fmt.Appendf(nil, `{"n":%d}`, i), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inflight := func() []string {
+		var out []string
+		rows, err := storeFile(t, dir).Query(`SELECT key FROM mqtt_state WHERE kind = ? ORDER BY seq`, storage.InflightKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, k)
+		}
+		return out
+	}
+	storeEventually(t, "three rows stored", func() bool { return len(inflight()) == 3 })
+	before := inflight()
+
+	c = dialRawSession(t, b.Addr(), id, "operator:alice", secret, 3600, false)
+	for range 3 {
+		if typ, _ := c.next(t); typ != packets.Publish {
+			t.Fatalf("got packet type %d, want the resent PUBLISH", typ)
+		}
+	}
+	if err := b.Publish(Message{Topic: topic, Payload: []byte(`{"n":3}`), QoS: 1}); err != nil {
+		t.Fatal(err)
+	}
+	storeEventually(t, "four rows stored", func() bool { return len(inflight()) == 4 })
+	if n := dropped.n.Load(); n != 0 {
+		t.Errorf("the takeover dropped %d in-flight messages, want 0", n)
+	}
+	if after := inflight(); !slices.Equal(after[:3], before) {
+		t.Errorf("stored order after the takeover %q, want %q then the new one", after, before)
+	}
 }

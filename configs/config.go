@@ -27,6 +27,8 @@ type Config struct {
 	Connectivity  Connectivity  `json:"connectivity"`
 	HomeAssistant HomeAssistant `json:"homeassistant"`
 	Bridge        Bridge        `json:"bridge"`
+	Presence      Presence      `json:"presence"`
+	Agent         Agent         `json:"agent"`
 	// ReadySettings is OVOS's ready_settings: what the agent waits for
 	// before it emits mycroft.ready (device/skillmanager ready.go).
 	ReadySettings []string `json:"ready_settings"`
@@ -48,6 +50,22 @@ type Bridge struct {
 	Burst         int               `json:"burst"`
 }
 
+// Presence configures how the gateway judges devices online (gateway only;
+// docs/topics.md, Presence).
+type Presence struct {
+	// Grace is how long after the gateway starts a device marked online
+	// may go without a live connection before it is marked offline.
+	Grace Seconds `json:"grace"`
+}
+
+// Agent configures the agent's own connection to the broker (agent only).
+// How soon a lost device shows offline is about 1.5 × keepalive (the
+// broker's detection [MQTT-3.1.2-22]) plus will_delay.
+type Agent struct {
+	KeepAlive Seconds `json:"keepalive"`  // MQTT keepalive, whole seconds, 5 to 600
+	WillDelay Seconds `json:"will_delay"` // the Will's delay before offline is published, 1 to 300
+}
+
 // Log configures logging.
 type Log struct {
 	Level  string `json:"level"`  // debug, info, warn, error
@@ -56,8 +74,11 @@ type Log struct {
 
 // Broker configures the embedded MQTT broker (gateway only).
 type Broker struct {
-	MQTTListen       string `json:"mqtt_listen"`
-	WSListen         string `json:"ws_listen"` // MQTT over websocket; "" = off
+	MQTTListen string `json:"mqtt_listen"`
+	WSListen   string `json:"ws_listen"` // MQTT over websocket; "" = off
+	// Advertise is the MQTT address other machines are given (a URL, or a
+	// host or host:port); "" = derived from the listener (gateway/advertise).
+	Advertise        string `json:"advertise"`
 	TLS              TLS    `json:"tls"`
 	MaxPacketSize    int64  `json:"max_packet_size"`    // bytes
 	MaxMessageExpiry int64  `json:"max_message_expiry"` // seconds, non-retained messages only
@@ -101,7 +122,10 @@ type TLS struct {
 // HTTP configures the gateway's HTTP server.
 type HTTP struct {
 	Listen string `json:"listen"`
-	TLS    TLS    `json:"tls"`
+	// Advertise is the HTTP address other machines are given; "" = derived
+	// from the listener (gateway/advertise).
+	Advertise string `json:"advertise"`
+	TLS       TLS    `json:"tls"`
 }
 
 // Websocket is the agent's OVOS websocket drop-in, as mycroft.conf's section.
@@ -222,6 +246,8 @@ func Default() Config {
 		Connectivity:  Connectivity{PHALTimeout: 3, CheckURLs: []string{}, CheckInterval: 60},
 		HomeAssistant: HomeAssistant{Enabled: true, Prefix: "homeassistant"},
 		Bridge:        Bridge{Twins: "off", TwinsByDevice: map[string]string{}, Grace: 30, Hold: 64, Rate: 10, Burst: 20},
+		Presence:      Presence{Grace: 20},
+		Agent:         Agent{KeepAlive: 30, WillDelay: 5},
 		ReadySettings: []string{"skills"},
 	}
 }

@@ -136,3 +136,30 @@ func FuzzParse(f *testing.F) {
 		_, _ = Parse(b, &cfg)
 	})
 }
+
+// agent.keepalive and agent.will_delay take whole seconds in their ranges;
+// anything else is refused by key with the range.
+func TestAgentConnectionKeys(t *testing.T) {
+	for _, c := range []struct {
+		keepalive, willDelay Seconds
+		want                 string
+	}{
+		{5, 1, ""},
+		{600, 300, ""},
+		{4, 5, "agent.keepalive"},
+		{30.5, 5, "agent.keepalive"},
+		{601, 5, "agent.keepalive"},
+		{30, 0, "agent.will_delay"},
+		{30, 301, "agent.will_delay"},
+	} {
+		cfg := Default()
+		cfg.Agent = Agent{KeepAlive: c.keepalive, WillDelay: c.willDelay}
+		err := cfg.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("keepalive %v, will_delay %v: %v", c.keepalive, c.willDelay, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "whole number")):
+			t.Errorf("keepalive %v, will_delay %v: %v, want a refusal naming %s and the range", c.keepalive, c.willDelay, err, c.want)
+		}
+	}
+}

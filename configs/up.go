@@ -18,10 +18,15 @@ const DefaultDataDir = "./chorus-data"
 
 // Up is the content of up.json. It holds secrets: it is written with mode 0600.
 type Up struct {
-	MQTTURL  string     `json:"mqtt_url"`
-	HTTPURL  string     `json:"http_url"`
-	Observer Credential `json:"observer"` // integration role, read-only (e.g. mosquitto_sub, Home Assistant)
-	Operator Credential `json:"operator"` // operator role, for `chorus bus`
+	MQTTURL string `json:"mqtt_url"`
+	HTTPURL string `json:"http_url"`
+	// AdvertiseMQTTURL and AdvertiseHTTPURL are what other machines are
+	// given (a device's credentials): MQTTURL and HTTPURL are for clients on
+	// this machine and may name a wildcard or loopback address.
+	AdvertiseMQTTURL string     `json:"advertise_mqtt_url,omitempty"`
+	AdvertiseHTTPURL string     `json:"advertise_http_url,omitempty"`
+	Observer         Credential `json:"observer"` // integration role, read-only (e.g. mosquitto_sub, Home Assistant)
+	Operator         Credential `json:"operator"` // operator role, for `chorus bus`
 	// Device and Agent are set by `chorus up`: the local device and its agent's credentials.
 	Device string            `json:"device,omitempty"`
 	Agent  *AgentCredentials `json:"agent,omitempty"`

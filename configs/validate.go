@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/chorus-edge/chorus/device/skilluser"
+	"github.com/chorus-edge/chorus/gateway/advertise"
 )
 
 // Validate checks every value; the error names the key path and the reason.
@@ -23,6 +24,7 @@ func (c Config) Validate() error {
 		{"broker.mqtt_listen", hostPort(c.Broker.MQTTListen, false)},
 		{"broker.ws_listen", hostPort(c.Broker.WSListen, true)},
 		{"broker.tls", tlsPair(c.Broker.TLS)},
+		{"broker.advertise", advertised("mqtt", c.Broker.Advertise)},
 		{"broker.max_packet_size", between(c.Broker.MaxPacketSize, 1024, 268435455)},
 		{"broker.max_message_expiry", between(c.Broker.MaxMessageExpiry, 0, 1<<32-1)},
 		{"broker.max_inflight", between(c.Broker.MaxInflight, 1, 65535)},
@@ -38,6 +40,7 @@ func (c Config) Validate() error {
 		{"broker.limits", roleLimits(c.Broker.Limits)},
 		{"http.listen", hostPort(c.HTTP.Listen, false)},
 		{"http.tls", tlsPair(c.HTTP.TLS)},
+		{"http.advertise", advertised("http", c.HTTP.Advertise)},
 		{"websocket.port", between(int64(c.Websocket.Port), 0, 65535)},
 		{"websocket.route", route(c.Websocket.Route)},
 		{"websocket.max_msg_size", between(int64(c.Websocket.MaxMsgSize), 1, 25)},
@@ -63,6 +66,9 @@ func (c Config) Validate() error {
 		{"bridge.hold", between(int64(c.Bridge.Hold), 0, 100000)},
 		{"bridge.rate", positive(Seconds(c.Bridge.Rate))},
 		{"bridge.burst", between(int64(c.Bridge.Burst), 1, 100000)},
+		{"presence.grace", positive(c.Presence.Grace)},
+		{"agent.keepalive", wholeSeconds(c.Agent.KeepAlive, 5, 600)},
+		{"agent.will_delay", wholeSeconds(c.Agent.WillDelay, 1, 300)},
 		{"ready_settings", CheckReadySettings(c.ReadySettings)},
 	}
 	for _, ch := range checks {
@@ -71,6 +77,15 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// advertised checks an advertised address ("" = derived).
+func advertised(scheme, v string) error {
+	if v == "" {
+		return nil
+	}
+	_, err := advertise.Resolve(scheme, "0.0.0.0:1", v, advertise.Host{})
+	return err
 }
 
 func nonEmpty(s string) error {
@@ -116,6 +131,15 @@ func between(v, lo, hi int64) error {
 func positive(s Seconds) error {
 	if s <= 0 {
 		return fmt.Errorf("%v seconds: must be positive", float64(s))
+	}
+	return nil
+}
+
+// wholeSeconds accepts a whole number of seconds from lo to hi (MQTT
+// carries keepalive and Will delay in whole seconds).
+func wholeSeconds(s Seconds, lo, hi int) error {
+	if s != Seconds(int(s)) || int(s) < lo || int(s) > hi {
+		return fmt.Errorf("%v seconds: want a whole number from %d to %d", float64(s), lo, hi)
 	}
 	return nil
 }

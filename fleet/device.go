@@ -103,6 +103,11 @@ type Presence struct {
 	Online  bool
 	Session uint64    // the MQTT 5 user property "session" of the message
 	At      time.Time // when the controller saw it
+	// Force applies it even when Session is older than the newest session
+	// seen: the controller saw the device's live connection (or its end)
+	// itself, so the word is current whatever the device's counter says (a
+	// re-imaged device starts again at 1; docs/topics.md, Presence).
+	Force bool
 }
 
 // Birth is what the controller keeps from a birth payload.
@@ -110,6 +115,7 @@ type Birth struct {
 	Session      uint64
 	AgentVersion string
 	At           time.Time
+	Force        bool // as Presence.Force
 }
 
 // DeviceService is the device registry.
@@ -117,7 +123,8 @@ type Birth struct {
 // Presence rule (ARCHITECTURE.md §3, Sparkplug bdSeq): UpdatePresence and
 // UpdateBirth ignore a message whose session is older than the newest session
 // seen, and report applied=false. So a late Will of session 6 arriving after
-// the birth of session 7 never marks the device offline.
+// the birth of session 7 never marks the device offline. Force overrides the
+// rule, for a controller that knows the device's live connection.
 type DeviceService interface {
 	CreateDevice(ctx context.Context, d *Device) error
 	GetDevice(ctx context.Context, id string) (*Device, error)

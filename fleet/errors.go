@@ -15,6 +15,9 @@ const (
 	// EUNAVAILABLE: the database cannot take the change now (busy past its
 	// timeout, disk or size limit full, I/O error); nothing changed, retry.
 	EUNAVAILABLE = "unavailable"
+	// EUNAUTHORIZED: a credential is missing or wrong (a join token's
+	// secret, a pending enrolment's poll secret); nothing changed.
+	EUNAUTHORIZED = "unauthorized"
 )
 
 // Error is an application error: a code callers branch on and a message fit

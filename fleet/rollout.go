@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -66,8 +68,10 @@ const (
 // back (the device went away mid-change; it finishes when it returns);
 // queued → failed ends an execution that cannot start (say, its device was
 // removed). Every other terminal state is final: a retry is a new rollout.
+// queued → timed_out ends an execution still queued when its rollout's
+// deadline passes.
 var execNext = map[ExecState][]ExecState{
-	ExecQueued:     {ExecInProgress, ExecFailed, ExecCanceled},
+	ExecQueued:     {ExecInProgress, ExecFailed, ExecTimedOut, ExecCanceled},
 	ExecInProgress: {ExecQueued, ExecSucceeded, ExecFailed, ExecTimedOut, ExecCanceled},
 }
 
@@ -94,6 +98,21 @@ const (
 	ReasonDeviceRemoved  = "device removed"
 )
 
+// Reasons the controller gives executions it ends or that cannot progress
+// (docs/rollouts.md). Reasons of queued executions are computed when read,
+// not stored.
+const (
+	ReasonDeadline       = "rollout deadline passed" // + " (" + deadline + ")"
+	ReasonWaitingCanary  = "waiting for canary"
+	ReasonPaused         = "paused"
+	ReasonMaxInFlight    = "waiting for a slot"     // + " (max in flight N)"
+	ReasonRate           = "waiting for start rate" // + " (N/min)"
+	ReasonOfflineSince   = "offline since"          // + " " + RFC 3339 time
+	ReasonOffline        = "offline"                // never seen online
+	ReasonInstalledWait  = "installed, waiting for" // + " internet", ...
+	ReasonWaitingToStart = "waiting to start"
+)
+
 // Strategy paces a rollout.
 type Strategy struct {
 	// Canary devices go first; the rest start only once all canaries
@@ -106,7 +125,41 @@ type Strategy struct {
 	FailureThresholdPct float64 `json:"failure_threshold_pct"`
 	MinExecuted         int     `json:"min_executed"`
 	// Timeout ends an execution in progress this long as timed_out; 0 = none.
+	// It is per device: it does not cover executions still queued.
 	Timeout time.Duration `json:"timeout"`
+	// Deadline, counted from the rollout's creation, ends the executions
+	// still queued then as timed_out (ReasonDeadline); executions in progress
+	// are left to Timeout. 0 = none.
+	Deadline time.Duration `json:"deadline"`
+	// RatePerMin caps how many executions start in any one minute (AWS IoT
+	// Jobs' maximumPerMinute); 0 = no cap.
+	RatePerMin int `json:"rate_per_min"`
+	// RampBasePerMin, when set, starts the rate there and doubles it every
+	// RampEvery (1 minute when 0) up to RatePerMin (AWS IoT Jobs'
+	// exponential rollout). It needs RatePerMin, and must not exceed it.
+	RampBasePerMin int           `json:"ramp_base_per_min"`
+	RampEvery      time.Duration `json:"ramp_every"`
+}
+
+// DefaultRampEvery is how often a ramp doubles its rate when RampEvery is 0.
+const DefaultRampEvery = time.Minute
+
+// StartRate is the start rate per minute in force elapsed after the rollout
+// started: RatePerMin, or with a ramp RampBasePerMin·2^⌊elapsed/RampEvery⌋
+// capped at RatePerMin. 0 means no cap.
+func (s Strategy) StartRate(elapsed time.Duration) int {
+	if s.RatePerMin <= 0 || s.RampBasePerMin <= 0 {
+		return s.RatePerMin
+	}
+	every := s.RampEvery
+	if every <= 0 {
+		every = DefaultRampEvery
+	}
+	rate := s.RampBasePerMin
+	for steps := max(elapsed, 0) / every; steps > 0 && rate < s.RatePerMin; steps-- {
+		rate *= 2
+	}
+	return min(rate, s.RatePerMin)
 }
 
 // Validate checks the ranges.
@@ -122,6 +175,20 @@ func (s Strategy) Validate() error {
 		return Errorf(EINVALID, "min executed %d: must not be negative", s.MinExecuted)
 	case s.Timeout < 0:
 		return Errorf(EINVALID, "timeout %s: must not be negative", s.Timeout)
+	case s.Deadline < 0:
+		return Errorf(EINVALID, "deadline %s: must not be negative", s.Deadline)
+	case s.RatePerMin < 0:
+		return Errorf(EINVALID, "rate %d/min: must not be negative (0: no cap)", s.RatePerMin)
+	case s.RampBasePerMin < 0:
+		return Errorf(EINVALID, "ramp %d/min: must not be negative (0: no ramp)", s.RampBasePerMin)
+	case s.RampEvery < 0:
+		return Errorf(EINVALID, "ramp interval %s: must not be negative", s.RampEvery)
+	case s.RampBasePerMin > 0 && s.RatePerMin == 0:
+		return Errorf(EINVALID, "ramp %d/min: needs a rate to ramp up to, e.g. rate %d/min", s.RampBasePerMin, 4*s.RampBasePerMin)
+	case s.RampBasePerMin > s.RatePerMin && s.RatePerMin > 0:
+		return Errorf(EINVALID, "ramp %d/min above the rate %d/min: the ramp starts below the rate it climbs to", s.RampBasePerMin, s.RatePerMin)
+	case s.RampEvery > 0 && s.RampBasePerMin == 0:
+		return Errorf(EINVALID, "ramp interval %s: needs a ramp base rate", s.RampEvery)
 	}
 	return nil
 }
@@ -193,6 +260,12 @@ type Execution struct {
 	StartedAt    time.Time `json:"started_at"` // last entered in_progress
 	FinishedAt   time.Time `json:"finished_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+
+	// Blocked is set by the controller when it reads a queued execution
+	// that cannot progress until something outside the rollout changes
+	// (its device is offline, or it waits for a canary whose device is).
+	// Not stored; Reason then says why.
+	Blocked bool `json:"blocked,omitempty"`
 }
 
 // RolloutFilter narrows ListRollouts. The zero value lists all, newest first.
@@ -227,7 +300,10 @@ type RolloutService interface {
 	CreateRollout(ctx context.Context, r *Rollout) ([]*Execution, error)
 	GetRollout(ctx context.Context, id int64) (*Rollout, error)
 	ListRollouts(ctx context.Context, f RolloutFilter) ([]*Rollout, error)
-	UpdateRolloutState(ctx context.Context, id int64, to RolloutState, reason string) (*Rollout, error)
+	// UpdateRolloutState moves rollout id to to. With from set, only from
+	// that state (ECONFLICT otherwise): the engine decides on a state it
+	// read, and an operator's pause in between must win. from "" is any.
+	UpdateRolloutState(ctx context.Context, id int64, from, to RolloutState, reason string) (*Rollout, error)
 
 	GetExecution(ctx context.Context, rolloutID int64, deviceID string) (*Execution, error)
 	ListExecutions(ctx context.Context, f ExecutionFilter) ([]*Execution, error)
@@ -241,4 +317,20 @@ func contains[T comparable](list []T, v T) bool {
 		}
 	}
 	return false
+}
+
+// ParseRate reads a start rate as the CLI and the dashboard take it: "N/min"
+// or a bare N (per minute); "" and "0" are no cap. A bad or negative rate is
+// ErrInvalid naming the form wanted.
+func ParseRate(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, nil
+	}
+	num := strings.TrimSpace(strings.TrimSuffix(t, "/min"))
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 {
+		return 0, Errorf(EINVALID, "rate %q: want a whole number of starts per minute, e.g. 10/min (0: no cap)", s)
+	}
+	return n, nil
 }

@@ -1,7 +1,9 @@
 package fleet_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
 )
@@ -13,6 +15,7 @@ func TestExecStateMachine(t *testing.T) {
 		{fleet.ExecQueued, fleet.ExecInProgress}:    true,
 		{fleet.ExecQueued, fleet.ExecFailed}:        true,
 		{fleet.ExecQueued, fleet.ExecCanceled}:      true,
+		{fleet.ExecQueued, fleet.ExecTimedOut}:      true, // the rollout's deadline
 		{fleet.ExecInProgress, fleet.ExecQueued}:    true,
 		{fleet.ExecInProgress, fleet.ExecSucceeded}: true,
 		{fleet.ExecInProgress, fleet.ExecFailed}:    true,
@@ -87,5 +90,67 @@ func TestRolloutValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want ok=%v", err, tt.ok)
 			}
 		})
+	}
+}
+
+func TestStrategyControls(t *testing.T) {
+	bad := []struct {
+		name string
+		s    fleet.Strategy
+		want string
+	}{
+		{"negative rate", fleet.Strategy{RatePerMin: -1}, "rate -1/min: must not be negative"},
+		{"negative deadline", fleet.Strategy{Deadline: -time.Second}, "deadline -1s: must not be negative"},
+		{"ramp without rate", fleet.Strategy{RampBasePerMin: 5}, "needs a rate to ramp up to"},
+		{"ramp above rate", fleet.Strategy{RatePerMin: 4, RampBasePerMin: 5}, "above the rate"},
+		{"ramp interval without base", fleet.Strategy{RatePerMin: 4, RampEvery: time.Minute}, "needs a ramp base rate"},
+		{"negative ramp", fleet.Strategy{RatePerMin: 4, RampBasePerMin: -2}, "ramp -2/min: must not be negative"},
+	}
+	for _, tt := range bad {
+		err := tt.s.Validate()
+		if fleet.ErrorCode(err) != fleet.EINVALID || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Validate = %v, want EINVALID naming %q", tt.name, err, tt.want)
+		}
+	}
+	if err := (fleet.Strategy{RatePerMin: 40, RampBasePerMin: 5, RampEvery: time.Minute, Deadline: time.Hour}).Validate(); err != nil {
+		t.Errorf("valid controls refused: %v", err)
+	}
+}
+
+func TestStartRate(t *testing.T) {
+	ramp := fleet.Strategy{RatePerMin: 40, RampBasePerMin: 5}
+	for _, tt := range []struct {
+		s       fleet.Strategy
+		elapsed time.Duration
+		want    int
+	}{
+		{fleet.Strategy{}, time.Hour, 0},
+		{fleet.Strategy{RatePerMin: 10}, 0, 10},
+		{ramp, 0, 5},
+		{ramp, 59 * time.Second, 5},
+		{ramp, time.Minute, 10},
+		{ramp, 2*time.Minute + time.Second, 20},
+		{ramp, 3 * time.Minute, 40},
+		{ramp, 24 * time.Hour, 40},
+		{fleet.Strategy{RatePerMin: 30, RampBasePerMin: 4, RampEvery: 10 * time.Second}, 30 * time.Second, 30},
+		{ramp, -time.Minute, 5},
+	} {
+		if got := tt.s.StartRate(tt.elapsed); got != tt.want {
+			t.Errorf("%+v StartRate(%s) = %d, want %d", tt.s, tt.elapsed, got, tt.want)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "0": 0, "10/min": 10, " 5 /min": 5, "7": 7} {
+		if got, err := fleet.ParseRate(in); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-3/min", "fast", "10/s", "1.5/min", "/min"} {
+		_, err := fleet.ParseRate(in)
+		if fleet.ErrorCode(err) != fleet.EINVALID || !strings.Contains(err.Error(), "e.g. 10/min") {
+			t.Errorf("ParseRate(%q) = %v, want EINVALID naming the form", in, err)
+		}
 	}
 }

@@ -78,11 +78,15 @@ fuzz ./fleet/catalog FuzzSearchResolve
 fuzz ./fleet/httpapi FuzzRequestBody
 fuzz ./fleet/controller FuzzStatePayload
 fuzz ./fleet/dashboard FuzzRolloutForm
+fuzz ./fleet/api FuzzParseJoinToken
 
 echo "== the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # Without -race: several of mochi's upstream tests race their own pipes.
 (cd broker/mochi && go test -count=1 . ./packets)
 
 echo "== go test -race"
-go test -race -timeout 30m -count=1 ./... 2>&1 | tee "$tmp/test.log"
-grep -q '^ok' "$tmp/test.log"
+# Through scripts/testsummary: go test's usual lines (a failing test's whole
+# output, each package's result), then passed/failed/skipped per package and
+# the total time. It fails when any package failed or none reported.
+go build -o "$tmp/testsummary" ./scripts/testsummary
+go test -race -json -timeout 30m -count=1 ./... 2>&1 | "$tmp/testsummary"

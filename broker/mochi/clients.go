@@ -331,6 +331,25 @@ func (cl *Client) resendInflight(pks []packets.Packet) error {
 	return nil
 }
 
+// clearTransferredInflights empties the in-flight messages of a client
+// whose session was taken over and copied to to. Those also in to are still
+// in flight, now for the successor: they are removed without OnQosDropped
+// (a store keeps their rows, and so their order) and stay counted in
+// Info.Inflight. One set on cl after the copy was made is dropped as
+// ClearInflights drops it.
+func (cl *Client) clearTransferredInflights(to *Inflight) {
+	for _, tk := range cl.State.Inflight.GetAll(false) {
+		if !cl.State.Inflight.Delete(tk.PacketID) {
+			continue
+		}
+		if moved, ok := to.Get(tk.PacketID); ok && moved.Created == tk.Created && moved.FixedHeader.Type == tk.FixedHeader.Type {
+			continue
+		}
+		cl.ops.hooks.OnQosDropped(cl, tk)
+		atomic.AddInt64(&cl.ops.info.Inflight, -1)
+	}
+}
+
 // ClearInflights deletes all inflight messages for the client, e.g. for a disconnected user with a clean session.
 func (cl *Client) ClearInflights() {
 	for _, tk := range cl.State.Inflight.GetAll(false) {

@@ -611,9 +611,12 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) bool {
 		}
 
 		// Clean the state of the existing client to prevent sequential take-overs
-		// from increasing memory usage by inflights + subs * client-id.
+		// from increasing memory usage by inflights + subs * client-id. The
+		// in-flight messages copied to cl are not dropped (no OnQosDropped):
+		// v2.7.9 dropped and re-added them, so a store re-ordered them behind
+		// a message delivered during the resend.
 		s.UnsubscribeClient(existing)
-		existing.ClearInflights()
+		existing.clearTransferredInflights(cl.State.Inflight)
 
 		s.Log.Debug("session taken over", "client", cl.ID, "old_remote", existing.Net.Remote, "new_remote", cl.Net.Remote)
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/agent"
+	"github.com/chorus-edge/chorus/device/enrol"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skilluser"
 )
@@ -68,19 +69,71 @@ func (a *app) newAgentCmd() *cobra.Command {
 			return a.runAgent(cmd.Context(), ac)
 		},
 	}
+	f.registerRun(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "JSON config file (missing file = defaults)")
-	fl.StringVar(&f.dataDir, "data-dir", configs.DefaultDataDir, "directory for state (installed skills, settings, session)")
 	fl.StringVar(&f.device, "device", "", "device id (default: from the credentials)")
 	fl.StringVar(&f.mqttURL, "mqtt-url", "", "broker URL, e.g. mqtt://gateway:1883")
 	fl.StringVar(&f.username, "username", "", "MQTT username (the device id)")
 	fl.StringVar(&f.password, "password", "", "MQTT password (the device secret)")
 	fl.StringVar(&f.credentials, "credentials", "", "agent credentials file (JSON), as written by the gateway")
 	fl.StringVar(&f.server, "server", "", "the gateway's HTTP URL")
+	cmd.AddCommand(a.newAgentJoinCmd())
+	return cmd
+}
+
+// registerRun adds the flags of running an agent that `chorus agent` and
+// `chorus agent join` share.
+func (f *agentFlags) registerRun(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "JSON config file (missing file = defaults)")
+	fl.StringVar(&f.dataDir, "data-dir", configs.DefaultDataDir, "directory for state (installed skills, settings, session)")
 	fl.StringSliceVar(&f.skills, "skills", nil, "bundled skill root (repeatable)")
 	fl.StringSliceVar(&f.userSkills, "user-skills", nil, "user skill root (repeatable)")
 	fl.StringVar(&f.wsListen, "ws-listen", "", "OVOS websocket drop-in host:port, or off (default: the config's websocket section, 127.0.0.1:8181)")
 	f.registerIsolation(cmd)
+}
+
+func (a *app) newAgentJoinCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "join TOKEN",
+		Short: "Enrol this satellite with a join token, then run the agent",
+		Long: "Enrol this satellite with a token from `chorus fleet token create` and run the agent.\n\n" +
+			"The token carries the gateway's URL; with TLS its certificate pin is checked before anything is sent.\n" +
+			"The credentials are written to <data-dir>/enrolment/credentials.json (0600, in a 0700 dir). If the token\n" +
+			"needs an operator's accept, the agent waits, polling with backoff up to 15 s, until someone runs\n" +
+			"`chorus fleet device accept <pending-id>` (or rejects it: then it exits with an error). Once enrolled,\n" +
+			"running the same command again uses the credentials file and ignores the token.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fleetUsage(fmt.Errorf("want one join token (as printed by `chorus fleet token create` on the gateway), got %d arguments", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, warnings, err := configs.Load(f.config)
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				a.log.Warn("config: " + w)
+			}
+			creds, err := enrol.Run(cmd.Context(), enrol.Config{Token: args[0], DataDir: f.dataDir, Device: f.device, Logger: a.log.With("component", "join")})
+			if err != nil {
+				if cmd.Context().Err() != nil {
+					return nil // stopped while waiting: a clean shutdown
+				}
+				return err
+			}
+			ac, err := a.agentConfig(cfg, creds, f)
+			if err != nil {
+				return err
+			}
+			return a.runAgent(cmd.Context(), ac)
+		},
+	}
+	f.registerRun(cmd)
+	cmd.Flags().StringVar(&f.device, "device", "", "device id to ask for (default: this host's name)")
 	return cmd
 }
 
@@ -153,6 +206,7 @@ func (a *app) agentConfig(cfg configs.Config, c configs.AgentCredentials, f agen
 		WSMaxPacket: int(cfg.Broker.MaxPacketSize), WSServicesUsers: cfg.Websocket.ServicesUsers,
 		WSServicesConfig: servicesConfig, Trampoline: []string{bin, process.TrampolineCommand},
 		Skills: skills, Connectivity: cfg.Connectivity, ReadySettings: cfg.ReadySettings,
+		KeepAlive: cfg.Agent.KeepAlive.Duration(), WillDelay: cfg.Agent.WillDelay.Duration(),
 		Version: ver, Bin: bin, Logger: a.log.With("role", "agent"),
 	}, nil
 }

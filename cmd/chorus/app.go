@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"strings"
 
@@ -22,6 +23,8 @@ type app struct {
 	logLevel  string
 	logFormat string
 	log       *slog.Logger
+
+	heartbeat time.Duration // --wait's repeat of an unchanged progress line
 }
 
 func newApp(stdout, stderr io.Writer, getenv func(string) string) *app {

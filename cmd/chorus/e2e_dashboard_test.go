@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 )
@@ -293,6 +295,28 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	b.do("phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#counts`)))
 	b.shot("overview-phone")
 	b.do("desktop width", chromedp.EmulateViewport(1280, 900))
+
+	// A satellite that joins with a token waits on the overview until it
+	// is accepted there (issue 16), then comes online.
+	joinOut, joinAll, err := chorusOut(t, work, fleetArgs("fleet", "token", "create", "--tag", "kitchen")...)
+	if err != nil {
+		t.Fatalf("token create: %v\n%s", err, joinAll)
+	}
+	startChorus(t, work, "agent", "join", strings.TrimSpace(joinOut), "--data-dir", filepath.Join(work, "agent-pi-new"),
+		"--device", "pi-new", "--skills", t.TempDir(), "--ws-listen", "off")
+	eventually(t, "pi-new pending", func() bool {
+		out, _, _ := chorusOut(t, work, fleetArgs("fleet", "device", "pending")...)
+		return strings.Contains(out, "pi-new")
+	})
+	b.do("overview with a pending enrolment", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#pending form`)))
+	b.waitJS("pi-new listed", `document.getElementById("pending").textContent.includes("pi-new")`, 10*time.Second)
+	b.do("accept pi-new", chromedp.Click(chromedp.CSS(`#pending form[action$="/accept"] button`)))
+	eventually(t, "pi-new online", func() bool {
+		out, _, err := chorusOut(t, work, fleetArgs("fleet", "device", "show", "pi-new", "-o", "json")...)
+		var d api.DeviceResponse
+		return err == nil && json.Unmarshal([]byte(out), &d) == nil && d.Device.Online
+	})
+	b.do("overview after accept", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#counts`)))
 
 	// A state-changing request without the CSRF token is refused, though
 	// the browser sends the session cookie.

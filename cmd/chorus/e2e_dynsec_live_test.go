@@ -52,6 +52,7 @@ func TestMosquittoDynsecLiveE2E(t *testing.T) {
 	if _, err := fmt.Sscanf(out, "rollout %d created", &rollout); err != nil {
 		t.Fatalf("install output %q: %v", out, err)
 	}
+	waitOnline(t, work, gw.dataDir, map[string]bool{"pi-1": true}) // watch ends "not done" while it is offline
 	mustChorus(t, work, fleetArgs("fleet", "rollout", "watch", fmt.Sprint(rollout))...)
 	waitAllSkills(t, obs, []string{"pi-1"}, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
 	checkSkillAnswers(t, addr, ctlPass, "pi-1") // the skill's own session subscribes and publishes

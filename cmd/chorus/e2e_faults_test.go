@@ -50,6 +50,8 @@ type faultFleet struct {
 	// server, when set, is the --server the agents download artifacts
 	// from (an artifactProxy in front of the gateway).
 	server string
+	// agentConfig, when set, is the agents' --config file.
+	agentConfig string
 }
 
 // startFaultFleet starts a gateway and enrols devices with tag; it starts
@@ -100,6 +102,9 @@ func (f *faultFleet) startAgent(d string) *proc {
 		f.t.Fatal(err)
 	}
 	args := []string{"agent", "--credentials", f.creds(d), "--data-dir", f.agentData(d), "--skills", bundled, "--ws-listen", "off"}
+	if f.agentConfig != "" {
+		args = append(args, "--config", f.agentConfig)
+	}
 	if f.server != "" {
 		args = append(args, "--server", f.server)
 	}
@@ -302,6 +307,7 @@ func TestFaultsOfflineAgentConverges(t *testing.T) {
 	}
 
 	f.startAgent("pi-3")
+	f.waitOnline("pi-3") // watch ends "not done" (exit 3) while a target is offline
 	f.mustFleet("rollout", "watch", strconv.FormatInt(id, 10), "--poll-interval", "200ms")
 	d = f.rollout(id)
 	for _, e := range d.Executions {

@@ -83,6 +83,13 @@ func TestMosquittoPortabilityE2E(t *testing.T) {
 	}
 	obs := brokertest.MustConnect(t, addr, "controller", ctlPass, brokertest.ConnectOptions{ClientID: "obs"})
 	obs.Sub(t, "chorus/v1/+/skills")
+	// watch ends "not done" (exit 3) while devices are offline: wait for
+	// the agents to connect first.
+	online := map[string]bool{}
+	for _, d := range devices {
+		online[d] = true
+	}
+	waitOnline(t, work, gw.dataDir, online)
 	mustChorus(t, work, fleetArgs("fleet", "rollout", "watch", fmt.Sprint(rollout))...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
 	checkSkillAnswers(t, addr, ctlPass, "pi-1")

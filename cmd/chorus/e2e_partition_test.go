@@ -19,8 +19,8 @@ import (
 // A partition: the agent reaches the gateway's broker only through a
 // loopback TCP proxy the test controls, and so do its skills (their
 // CHORUS_MQTT_URL is the agent's mqtt_url). The proxy is cut, sockets left
-// open and bytes dropped, for longer than the keepalive (the agent's 30 s:
-// there is no knob), then restored.
+// open and bytes dropped, for longer than the keepalive (agent.keepalive,
+// 5 s here; 30 s by default), then restored.
 //
 // Promise: during the partition the device's skill processes keep running,
 // and the device shows offline (its Will, once the broker has noticed the
@@ -30,6 +30,8 @@ import (
 func TestFaultsPartitionConverges(t *testing.T) {
 	start := time.Now()
 	f := startFaultFleet(t, "hall", "pi-1")
+	f.agentConfig = filepath.Join(f.work, "agent.json")
+	writeFile(t, f.agentConfig, `{"agent": {"keepalive": 5, "will_delay": 1}}`)
 	px := newTCPProxy(t, mqttAddr(t, f.up.MQTTURL))
 	setCredsMQTTURL(t, f.creds("pi-1"), "mqtt://"+px.addr())
 	agent := f.startAgent("pi-1")
@@ -49,7 +51,7 @@ func TestFaultsPartitionConverges(t *testing.T) {
 
 	cut := time.Now()
 	px.cut()
-	// The broker notices after 1.5 × keepalive (45 s), then the Will's 5 s delay.
+	// The broker notices after 1.5 × keepalive (7.5 s), then the Will's 1 s delay.
 	f.waitDevice("pi-1", "offline", func(d api.Device) bool { return !d.Online })
 	t.Logf("offline %s after the cut", time.Since(cut).Round(time.Second))
 	if got := f.retained(t, "pi-1"); got["availability"] != "offline" {
@@ -84,9 +86,7 @@ func TestFaultsPartitionConverges(t *testing.T) {
 	if json.Unmarshal([]byte(before["skills"]), &was) != nil || json.Unmarshal([]byte(after["skills"]), &now) != nil || len(now.Skills) != len(was.Skills) {
 		t.Fatalf("skills before the partition %s, after %s", before["skills"], after["skills"])
 	}
-	if d := time.Since(start); d > 90*time.Second {
-		t.Fatalf("the partition test took %s, over its 90 s bound", d)
-	}
+	t.Logf("the partition test took %s", time.Since(start).Round(time.Second))
 }
 
 func setCredsMQTTURL(t *testing.T, path, mqttURL string) {

@@ -47,6 +47,7 @@ func (a *app) newFleetCmd() *cobra.Command {
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fleetUsage(err) })
 	cmd.AddCommand(
 		a.newFleetDeviceCmd(f),
+		a.newFleetTokenCmd(f),
 		a.newFleetIntegrationCmd(f),
 		a.newFleetOperatorCmd(f),
 		a.newFleetGrantCmd(f),

@@ -14,6 +14,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/gateway/advertise"
 )
 
 func (a *app) newFleetDeviceCmd(f *fleetFlags) *cobra.Command {
@@ -29,6 +30,9 @@ func (a *app) newFleetDeviceCmd(f *fleetFlags) *cobra.Command {
 		a.newFleetDeviceTagCmd(f),
 		a.newFleetDeviceRmCmd(f),
 		a.newFleetDeviceRotateCmd(f),
+		a.newFleetDevicePendingCmd(f),
+		a.newFleetDeviceAcceptCmd(f),
+		a.newFleetDeviceRejectCmd(f),
 	)
 	return cmd
 }
@@ -109,6 +113,11 @@ func (a *app) keepUnconfirmed(id, credsOut string, err error) error {
 // the file `chorus agent --credentials` reads, with a note on stderr.
 func (a *app) printEnrolled(f *fleetFlags, enr api.Enrolled, credsOut, verb string) error {
 	id := enr.Device.ID
+	for _, u := range []string{enr.Credentials.MQTTURL, enr.Credentials.ServerURL} {
+		if w := advertise.LocalOnly(u); w != "" {
+			fmt.Fprintf(a.stderr, "warning: these credentials work on this machine only: %s\n", w)
+		}
+	}
 	if credsOut != "" {
 		if err := configs.WriteAgentCredentials(credsOut, enr.Credentials); err != nil {
 			return fmt.Errorf("device %s %s, but its credentials could not be saved: %w; get new ones with `chorus fleet device rotate %s`", id, verb, err, id)

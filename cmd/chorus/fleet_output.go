@@ -106,11 +106,17 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // fleetProgress prints a changing status line: rewritten in place on a
-// terminal, else one line per change (a log stays readable).
+// terminal, else one line per change (a log stays readable). With a
+// heartbeat, an unchanged line is repeated that often, with how long it has
+// been waiting, so a quiet wait is visibly alive.
 type fleetProgress struct {
-	w    io.Writer
-	tty  bool
-	last string
+	w         io.Writer
+	tty       bool
+	last      string
+	heartbeat time.Duration
+	now       func() time.Time // time.Now unless a test sets it
+	start     time.Time        // of the wait
+	shownAt   time.Time        // when a line was last written
 }
 
 func newFleetProgress(w io.Writer) *fleetProgress {
@@ -124,10 +130,26 @@ func newFleetProgress(w io.Writer) *fleetProgress {
 }
 
 func (p *fleetProgress) show(line string) {
+	if p.now == nil {
+		p.now = time.Now
+	}
+	now := p.now()
+	if p.start.IsZero() {
+		p.start = now
+	}
 	if line == p.last {
+		if p.heartbeat <= 0 || now.Sub(p.shownAt) < p.heartbeat {
+			return
+		}
+		p.write(fmt.Sprintf("%s (waiting %s)", line, now.Sub(p.start).Round(time.Second)), now)
 		return
 	}
 	p.last = line
+	p.write(line, now)
+}
+
+func (p *fleetProgress) write(line string, now time.Time) {
+	p.shownAt = now
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K"+line)
 		return

@@ -22,35 +22,71 @@ const fleetPoll = time.Second
 // answer (a restart mid-rollout) before it gives up.
 const fleetWaitUnreachable = time.Minute
 
+// fleetNotDone is the exit code of --wait and `rollout watch` when every
+// online target finished but executions are left waiting (offline
+// devices): the rollout is not done and goes on.
+const fleetNotDone = 3
+
+// fleetHeartbeat is how often --wait repeats an unchanged progress line.
+const fleetHeartbeat = 10 * time.Second
+
 // fleetStrategyFlags are the rollout pacing flags.
 type fleetStrategyFlags struct {
-	canary, maxInFlight, minExecuted int
+	canary, maxInFlight, minFinished int
 	threshold                        string // "20%" or "20"
-	timeout                          time.Duration
+	rate, ramp                       string // "10/min"
+	timeout, deadline, rampEvery     time.Duration
 }
 
 func (s *fleetStrategyFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVar(&s.canary, "canary", 0, "the first N devices must succeed before the rest start")
 	fl.IntVar(&s.maxInFlight, "max-in-flight", 0, "at most N devices in progress at once (0: no cap)")
-	fl.StringVar(&s.threshold, "failure-threshold", "", "abort when this share of ended executions failed, e.g. 20% (0: never)")
-	fl.IntVar(&s.minExecuted, "min-executed", 0, "judge the failure threshold only after N executions ended")
-	fl.DurationVar(&s.timeout, "timeout", 0, "per-device timeout, e.g. 10m (0: the gateway's default)")
+	fl.StringVar(&s.threshold, "failure-threshold", "", "abort when this share of finished executions failed, e.g. 20% (0: never)")
+	fl.IntVar(&s.minFinished, "min-finished", 0, "judge the failure threshold only after N executions finished")
+	fl.IntVar(&s.minFinished, "min-executed", 0, "old name of --min-finished")
+	_ = fl.MarkDeprecated("min-executed", "use --min-finished")
+	fl.DurationVar(&s.timeout, "timeout", 0, "per device: end an execution in progress this long as timed out, e.g. 10m\n"+
+		"(0: none; devices still queued are not covered, see --deadline)")
+	fl.DurationVar(&s.deadline, "deadline", 0, "whole rollout: executions still queued this long after creation end as timed out, e.g. 2h (0: none)")
+	fl.StringVar(&s.rate, "rate", "", "start at most N executions per minute, e.g. 10/min (0: no cap)")
+	fl.StringVar(&s.ramp, "ramp", "", "with --rate: begin at this rate and double it every --ramp-every up to --rate, e.g. 2/min")
+	fl.DurationVar(&s.rampEvery, "ramp-every", 0, "how often --ramp doubles the rate (default 1m)")
 }
 
 func (s *fleetStrategyFlags) strategy() (api.Strategy, error) {
 	st := api.Strategy{
-		Canary: s.canary, MaxInFlight: s.maxInFlight, MinExecuted: s.minExecuted, Timeout: api.Duration(s.timeout),
+		Canary: s.canary, MaxInFlight: s.maxInFlight, MinExecuted: s.minFinished, Timeout: api.Duration(s.timeout),
+		Deadline: api.Duration(s.deadline), RampEvery: api.Duration(s.rampEvery),
 	}
 	switch {
 	case s.canary < 0:
 		return st, fmt.Errorf("--canary %d: must not be negative", s.canary)
 	case s.maxInFlight < 0:
 		return st, fmt.Errorf("--max-in-flight %d: must not be negative", s.maxInFlight)
-	case s.minExecuted < 0:
-		return st, fmt.Errorf("--min-executed %d: must not be negative", s.minExecuted)
+	case s.minFinished < 0:
+		return st, fmt.Errorf("--min-finished %d: must not be negative", s.minFinished)
 	case s.timeout < 0:
-		return st, fmt.Errorf("--timeout %s: must not be negative", s.timeout)
+		return st, fmt.Errorf("--timeout %s: must not be negative (0: none)", s.timeout)
+	case s.deadline < 0:
+		return st, fmt.Errorf("--deadline %s: must not be negative (0: none)", s.deadline)
+	case s.rampEvery < 0:
+		return st, fmt.Errorf("--ramp-every %s: must not be negative", s.rampEvery)
+	}
+	var err error
+	if st.RatePerMin, err = fleet.ParseRate(s.rate); err != nil {
+		return st, fmt.Errorf("--%w", err)
+	}
+	if st.RampBasePerMin, err = fleet.ParseRate(s.ramp); err != nil {
+		return st, fmt.Errorf("--ramp: %w", err)
+	}
+	switch {
+	case st.RampBasePerMin > 0 && st.RatePerMin == 0:
+		return st, fmt.Errorf("--ramp %s needs --rate, the rate it climbs to (e.g. --rate %d/min)", s.ramp, 4*st.RampBasePerMin)
+	case st.RampBasePerMin > st.RatePerMin && st.RatePerMin > 0:
+		return st, fmt.Errorf("--ramp %s is above --rate %s: the ramp starts below the rate it climbs to", s.ramp, s.rate)
+	case s.rampEvery > 0 && st.RampBasePerMin == 0:
+		return st, errors.New("--ramp-every needs --ramp, the rate to begin at")
 	}
 	if s.threshold != "" {
 		p, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s.threshold), "%")), 64)
@@ -91,7 +127,13 @@ func (a *app) newFleetInstallCmd(f *fleetFlags, action fleet.RolloutAction) *cob
 		Long: short + ".\n\n" +
 			"The skill name is resolved against the catalog first: a name that matches no skill is refused with\n" +
 			"the gateway's suggestion and nothing is created. Without @VERSION the latest version is installed.\n" +
-			"--wait follows the rollout to its end and exits 1 unless it succeeded.",
+			"--timeout is per device, counted from its start; devices still queued (offline) are not covered:\n" +
+			"--deadline bounds the whole rollout. --rate caps starts per minute (AWS IoT Jobs' maximumPerMinute);\n" +
+			"--ramp begins lower and doubles every --ramp-every up to --rate.\n\n" +
+			"--wait follows the rollout, printing its progress (again every 10 s while nothing changes), until it\n" +
+			"ends or every online target finished. Exit codes: 0 succeeded; 1 failed, aborted or canceled;\n" +
+			"3 not done: executions are left waiting for offline devices, each listed with its reason\n" +
+			"(the rollout goes on: `chorus fleet rollout watch ID`).",
 		Args: fleetArgs(1),
 	}
 	cmd.RunE = a.fleetRunE(f, func(args []string) error {
@@ -142,14 +184,16 @@ func (a *app) newFleetInstallCmd(f *fleetFlags, action fleet.RolloutAction) *cob
 	})
 	tf.register(cmd, string(action))
 	sf.register(cmd)
-	cmd.Flags().BoolVar(&wait, "wait", false, "follow the rollout until it ends; exit 1 unless it succeeded")
-	addFleetPollFlag(cmd, &poll)
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the rollout until it ends or only offline devices are left; exit 0 succeeded, 1 failed, 3 not done")
+	a.addFleetPollFlag(cmd, &poll)
 	return cmd
 }
 
-func addFleetPollFlag(cmd *cobra.Command, poll *time.Duration) {
+func (a *app) addFleetPollFlag(cmd *cobra.Command, poll *time.Duration) {
 	cmd.Flags().DurationVar(poll, "poll-interval", fleetPoll, "how often to ask for progress")
+	cmd.Flags().DurationVar(&a.heartbeat, "heartbeat", fleetHeartbeat, "how often to repeat unchanged progress")
 	_ = cmd.Flags().MarkHidden("poll-interval")
+	_ = cmd.Flags().MarkHidden("heartbeat")
 }
 
 // describeRollout is "install weather.chorus@1.0.0 on tag kitchen".
@@ -184,8 +228,9 @@ func describeTarget(t fleet.Target) string {
 	return string(t.Kind) + " " + t.Value
 }
 
-// followRollout polls until the rollout ends, with a live progress line on
-// stderr; the result is its final state: nil only when it succeeded.
+// followRollout polls until the rollout ends or is settled (only blocked
+// executions left: api.RolloutDetail.Settled), with a live progress line on
+// stderr. nil only when it succeeded; exit 3 when it is not done.
 func (a *app) followRollout(ctx context.Context, c *fleetclient.Client, f *fleetFlags, id int64, poll time.Duration) error {
 	d, err := a.pollRollout(ctx, c, id, poll)
 	if err != nil {
@@ -201,6 +246,14 @@ func (a *app) followRollout(ctx context.Context, c *fleetclient.Client, f *fleet
 		}
 	}
 	r := d.Rollout
+	if !r.Terminal() {
+		left := d.Unfinished()
+		for _, e := range left {
+			fmt.Fprintf(a.stderr, "  %s: %s%s\n", e.DeviceID, e.State, fleetPrefixed(": ", e.Reason))
+		}
+		return &exitError{code: fleetNotDone, err: fmt.Errorf("rollout %d not done: every online device finished; %d left waiting "+
+			"for offline devices (listed above); it goes on: `chorus fleet rollout watch %d`", r.ID, len(left), r.ID)}
+	}
 	if r.State == fleet.RolloutSucceeded {
 		if !f.json() {
 			fmt.Fprintf(a.stdout, "rollout %d succeeded: %s on %d devices\n", r.ID, r.Action, r.Counts.Succeeded)
@@ -227,9 +280,11 @@ func fleetPrefixed(prefix, s string) string {
 // waited for up to fleetWaitUnreachable, so a restart does not end the wait.
 func (a *app) pollRollout(ctx context.Context, c *fleetclient.Client, id int64, poll time.Duration) (api.RolloutDetail, error) {
 	p := newFleetProgress(a.stderr)
+	p.heartbeat = a.heartbeat
 	defer p.done()
 	return c.WaitRollout(ctx, id, fleetclient.WaitOptions{
 		Interval:      poll,
+		Until:         api.RolloutDetail.Settled,
 		Progress:      func(d api.RolloutDetail) { p.show(progressLine(d.Rollout)) },
 		Unreachable:   fleetWaitUnreachable,
 		OnUnreachable: func() { p.show(fmt.Sprintf("rollout %d: gateway not answering, retrying", id)) },
@@ -331,8 +386,21 @@ func (a *app) newFleetRolloutShowCmd(f *fleetFlags) *cobra.Command {
 
 func (a *app) printRollout(d api.RolloutDetail) error {
 	r, s := d.Rollout, d.Rollout.Strategy
-	strategy := fmt.Sprintf("canary %d, max in flight %d, failure threshold %g%% after %d, timeout %s",
+	strategy := fmt.Sprintf("canary %d, max in flight %d, failure threshold %g%% after %d finished, timeout %s per device",
 		s.Canary, s.MaxInFlight, s.FailureThresholdPct, s.MinExecuted, time.Duration(s.Timeout))
+	if s.Deadline > 0 {
+		strategy += fmt.Sprintf(", deadline %s", time.Duration(s.Deadline))
+	}
+	if s.RatePerMin > 0 {
+		strategy += fmt.Sprintf(", rate %d/min", s.RatePerMin)
+	}
+	if s.RampBasePerMin > 0 {
+		every := time.Duration(s.RampEvery)
+		if every <= 0 {
+			every = fleet.DefaultRampEvery
+		}
+		strategy += fmt.Sprintf(" ramping from %d/min, doubling every %s", s.RampBasePerMin, every)
+	}
 	err := fleetKV(a.stdout,
 		"rollout", strconv.FormatInt(r.ID, 10), "action", describeRollout(r), "state", string(r.State),
 		"reason", r.Reason, "progress", progressLine(r), "strategy", strategy,
@@ -352,7 +420,7 @@ func (a *app) newFleetRolloutWatchCmd(f *fleetFlags) *cobra.Command {
 	var poll time.Duration
 	cmd := &cobra.Command{
 		Use:   "watch ID",
-		Short: "Follow a rollout until it ends; exit 1 unless it succeeded",
+		Short: "Follow a rollout until it ends; exit 0 succeeded, 1 failed, 3 not done (only offline devices left)",
 		Args:  fleetArgs(1),
 		RunE: a.fleetRunE(f, func(args []string) error {
 			if poll <= 0 {
@@ -364,7 +432,7 @@ func (a *app) newFleetRolloutWatchCmd(f *fleetFlags) *cobra.Command {
 			return a.followRollout(ctx, c, f, id, poll)
 		}),
 	}
-	addFleetPollFlag(cmd, &poll)
+	a.addFleetPollFlag(cmd, &poll)
 	return cmd
 }
 

@@ -104,12 +104,18 @@ func TestFleetRequests(t *testing.T) {
 			want:     []string{"PUT /v1/skills/weather.chorus/config"},
 			wantBody: `{"target":{"kind":"tag","value":"home"},"settings":{"units":"metric"}}`, wantOut: []string{"settings of weather.chorus for tag home set"}},
 		{name: "install", args: []string{"install", "weather", "--tag", "home", "--device", "kitchen", "--canary", "1", "--max-in-flight", "2",
-			"--failure-threshold", "20%", "--min-executed", "3", "--timeout", "90s"}, own: true,
+			"--failure-threshold", "20%", "--min-finished", "3", "--timeout", "90s", "--deadline", "2h", "--rate", "20/min", "--ramp", "5/min",
+			"--ramp-every", "30s"}, own: true,
 			want: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts"},
 			wantBody: `{"skill_id":"weather.chorus","version":"1.0.0","action":"install",
 				"targets":[{"kind":"device","value":"kitchen"},{"kind":"tag","value":"home"}],
-				"strategy":{"canary":1,"max_in_flight":2,"failure_threshold_pct":20,"min_executed":3,"timeout":"1m30s"}}`,
+				"strategy":{"canary":1,"max_in_flight":2,"failure_threshold_pct":20,"min_executed":3,"timeout":"1m30s",
+				"deadline":"2h0m0s","rate_per_min":20,"ramp_base_per_min":5,"ramp_every":"30s"}}`,
 			wantOut: []string{"rollout 2 created: install weather.chorus@1.0.0 on device kitchen, tag home (queued)"}},
+		{name: "install, old min-executed", args: []string{"install", "hello.chorus@1.0.0", "--all", "--min-executed", "2"}, own: true,
+			want:     []string{"GET /v1/skills/resolve?q=hello.chorus", "POST /v1/rollouts"},
+			wantBody: `{"skill_id":"hello.chorus","version":"1.0.0","action":"install","targets":[{"kind":"all"}],"strategy":{"min_executed":2}}`,
+			wantOut:  []string{"install hello.chorus@1.0.0 on all devices"}},
 		{name: "install version", args: []string{"install", "hello.chorus@1.0.0", "--all", "--failure-threshold", "15"}, own: true,
 			want:     []string{"GET /v1/skills/resolve?q=hello.chorus", "POST /v1/rollouts"},
 			wantBody: `{"skill_id":"hello.chorus","version":"1.0.0","action":"install","targets":[{"kind":"all"}],"strategy":{"failure_threshold_pct":15}}`,
@@ -219,6 +225,17 @@ func TestFleetErrors(t *testing.T) {
 		{name: "bad threshold", args: []string{"install", "weather.chorus", "--all", "--failure-threshold", "120%"},
 			wantCode: 2, wantErr: "want a percentage from 0 to 100", noCalls: true},
 		{name: "negative canary", args: []string{"install", "weather.chorus", "--all", "--canary", "-1"}, wantCode: 2, wantErr: "--canary -1", noCalls: true},
+		{name: "negative rate", args: []string{"install", "weather.chorus", "--all", "--rate", "-3/min"},
+			wantCode: 2, wantErr: `--rate "-3/min": want a whole number of starts per minute, e.g. 10/min (0: no cap)`, noCalls: true},
+		{name: "bad rate", args: []string{"install", "weather.chorus", "--all", "--rate", "fast"}, wantCode: 2, wantErr: "e.g. 10/min", noCalls: true},
+		{name: "ramp without rate", args: []string{"install", "weather.chorus", "--all", "--ramp", "2/min"},
+			wantCode: 2, wantErr: "--ramp 2/min needs --rate, the rate it climbs to (e.g. --rate 8/min)", noCalls: true},
+		{name: "ramp above rate", args: []string{"install", "weather.chorus", "--all", "--rate", "2/min", "--ramp", "5/min"},
+			wantCode: 2, wantErr: "--ramp 5/min is above --rate 2/min", noCalls: true},
+		{name: "negative deadline", args: []string{"install", "weather.chorus", "--all", "--deadline", "-5m"},
+			wantCode: 2, wantErr: "--deadline -5m0s: must not be negative (0: none)", noCalls: true},
+		{name: "bad deadline", args: []string{"install", "weather.chorus", "--all", "--deadline", "soon"},
+			wantCode: 2, wantErr: `invalid argument "soon" for "--deadline"`, noCalls: true},
 		{name: "bad rollout id", args: []string{"rollout", "show", "x"}, wantCode: 2, wantErr: `rollout ID "x": want a positive number`, noCalls: true},
 		{name: "from without dir", args: []string{"device", "add", "--from", "f.csv"}, wantCode: 2, wantErr: "--from needs --credentials-dir", noCalls: true},
 		{name: "id and from", args: []string{"device", "add", "x", "--from", "f.csv", "--credentials-dir", "d"}, wantCode: 2, wantErr: "not both", noCalls: true},
@@ -402,6 +419,10 @@ func TestFleetCredentialsOut(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "credentials written to "+path) {
 			t.Fatalf("%s: exit code %d, stdout %q, stderr %q", tt.name, r.code, r.stdout, r.stderr)
 		}
+		// The test gateway listens on loopback: the credentials say so (issue 16, point 1).
+		if !strings.Contains(r.stderr, "these credentials work on this machine only") || !strings.Contains(r.stderr, "--advertise-mqtt") {
+			t.Errorf("%s: no warning about loopback addresses in credentials; stderr %q", tt.name, r.stderr)
+		}
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %s mode = %v (%v), want 0600", tt.name, path, fi.Mode().Perm(), err)
@@ -547,6 +568,16 @@ func TestFleetWait(t *testing.T) {
 		api.Execution{DeviceID: "porch", State: "timed_out"})
 	failedEnd.Rollout.Reason = "failure threshold 20% reached"
 	failed := []api.RolloutDetail{step("in_progress", api.Counts{InProgress: 3}), failedEnd}
+	notDone := []api.RolloutDetail{
+		step("in_progress", api.Counts{Succeeded: 1, InProgress: 1, Queued: 1},
+			api.Execution{DeviceID: "kitchen", State: "succeeded"},
+			api.Execution{DeviceID: "hall", State: "in_progress"},
+			api.Execution{DeviceID: "porch", State: "queued", Reason: "offline since 2026-11-29T19:00:00Z", Blocked: true}),
+		step("in_progress", api.Counts{Succeeded: 2, Queued: 1},
+			api.Execution{DeviceID: "kitchen", State: "succeeded"},
+			api.Execution{DeviceID: "hall", State: "succeeded", Reason: "installed, waiting for internet"},
+			api.Execution{DeviceID: "porch", State: "queued", Reason: "offline since 2026-11-29T19:00:00Z", Blocked: true}),
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -571,6 +602,15 @@ func TestFleetWait(t *testing.T) {
 				"  hall: failed: sha256 mismatch\n", "  porch: timed_out\n",
 				"chorus: rollout 2 failed: failure threshold 20% reached\n"},
 			wantCalls: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts", "GET /v1/rollouts/2", "GET /v1/rollouts/2"}},
+		{name: "install not done", args: []string{"install", "weather", "--all", "--wait"}, script: notDone, wantCode: 3,
+			wantStderr: []string{
+				"rollout 2 in_progress: 2/3 succeeded, 0 failed, 0 in progress, 1 queued\n",
+				"  porch: queued: offline since 2026-11-29T19:00:00Z\n",
+				"chorus: rollout 2 not done: every online device finished; 1 left waiting for offline devices (listed above); " +
+					"it goes on: `chorus fleet rollout watch 2`\n"},
+			wantCalls: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts", "GET /v1/rollouts/2", "GET /v1/rollouts/2"}},
+		{name: "watch not done", args: []string{"rollout", "watch", "2"}, script: notDone, wantCode: 3,
+			wantStderr: []string{"  porch: queued: offline since"}, wantCalls: slices.Repeat([]string{"GET /v1/rollouts/2"}, 2)},
 		{name: "watch succeeded", args: []string{"rollout", "watch", "2"}, script: succeeded,
 			wantStderr: []string{"rollout 2 in_progress: 1/3 succeeded, 0 failed, 1 in progress, 1 queued\n"},
 			wantStdout: "rollout 2 succeeded", wantCalls: slices.Repeat([]string{"GET /v1/rollouts/2"}, 4)},
@@ -638,4 +678,71 @@ func TestFleetSkillPublish(t *testing.T) {
 			t.Errorf("exit code %d, stderr %q, requests %q", r.code, r.stderr, g.lines())
 		}
 	})
+}
+
+// TestFleetEnrolCommands runs the join-token commands against a real
+// gateway and checks their requests and output: token create, list and
+// revoke; device pending, accept and reject.
+func TestFleetEnrolCommands(t *testing.T) {
+	t.Parallel()
+	g := startFleetGateway(t)
+	ctx := fleetCtx(t)
+	var stderr string
+	run := func(want []string, args ...string) string {
+		t.Helper()
+		f := g.front(t)
+		r := chorus(ctx, f.env(), append([]string{"fleet"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit code = %d, stderr %s", args, r.code, r.stderr)
+		}
+		if got := f.lines(); !slices.Equal(got, want) {
+			t.Errorf("%v: requests = %q, want %q", args, got, want)
+		}
+		stderr = r.stderr
+		return r.stdout
+	}
+	out := run([]string{"POST /v1/join-tokens"}, "token", "create", "--tag", "kitchen", "--uses", "3", "--ttl", "2h")
+	// The test gateway is on loopback: the CLI says satellites cannot use it.
+	if !strings.Contains(stderr, "only this machine can reach") || !strings.Contains(stderr, "3 use(s)") {
+		t.Errorf("token create stderr = %q; want the uses and the loopback warning", stderr)
+	}
+	tok, err := api.ParseJoinToken(out)
+	if err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("token create printed %q: %v; want the token alone on stdout", out, err)
+	}
+	if out := run([]string{"GET /v1/join-tokens"}, "token", "list"); !strings.Contains(out, tok.ID) || !strings.Contains(out, "0/3") || !strings.Contains(out, "usable") {
+		t.Errorf("token list = %q", out)
+	}
+	join := func(device string) string {
+		t.Helper()
+		res, err := g.m.Fleet().Join(ctx, "198.18.0.9", tok.ID, tok.Secret, device)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Pending.ID
+	}
+	pa, pb := join("pi-a"), join("pi-b")
+	if out := run([]string{"GET /v1/pending-devices"}, "device", "pending"); !strings.Contains(out, pa) || !strings.Contains(out, "pi-b") || !strings.Contains(out, "198.18.0.9") {
+		t.Errorf("device pending = %q", out)
+	}
+	if out := run([]string{"POST /v1/pending-devices/" + pa + "/accept"}, "device", "accept", pa); !strings.Contains(out, "device pi-a accepted") {
+		t.Errorf("device accept = %q", out)
+	}
+	if out := run([]string{"POST /v1/pending-devices/" + pb + "/reject"}, "device", "reject", pb); !strings.Contains(out, "enrolment "+pb+" rejected") {
+		t.Errorf("device reject = %q", out)
+	}
+	if out := run([]string{"DELETE /v1/join-tokens/" + tok.ID}, "token", "revoke", tok.ID); !strings.Contains(out, "join token "+tok.ID+" revoked") {
+		t.Errorf("token revoke = %q", out)
+	}
+	if out := run([]string{"GET /v1/join-tokens"}, "token", "list"); !strings.Contains(out, "revoked") || !strings.Contains(out, "2/3") {
+		t.Errorf("token list after revoke = %q", out)
+	}
+	// Bad input: a usage error before any request, and the gateway's message.
+	f := g.front(t)
+	if r := chorus(ctx, f.env(), "fleet", "token", "create", "--uses", "0"); r.code != 2 || !strings.Contains(r.stderr, "--uses") || len(f.lines()) != 0 {
+		t.Errorf("--uses 0: code %d, stderr %q, requests %q", r.code, r.stderr, f.lines())
+	}
+	if r := chorus(ctx, f.env(), "fleet", "device", "accept", "p-nope"); r.code != 1 || !strings.Contains(r.stderr, "chorus fleet device pending") {
+		t.Errorf("accept unknown: code %d, stderr %q", r.code, r.stderr)
+	}
 }

@@ -27,6 +27,8 @@ type serveFlags struct {
 	mqttListen   string
 	mqttWSListen string
 	httpListen   string
+	advMQTT      string
+	advHTTP      string
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, mqttDefault, httpDefault string) {
@@ -36,6 +38,8 @@ func (f *serveFlags) register(cmd *cobra.Command, mqttDefault, httpDefault strin
 	fl.StringVar(&f.mqttListen, "mqtt-listen", mqttDefault, "MQTT TCP listener host:port")
 	fl.StringVar(&f.mqttWSListen, "mqtt-ws-listen", "", "MQTT-over-websocket listener host:port (off when empty)")
 	fl.StringVar(&f.httpListen, "http-listen", httpDefault, "gateway HTTP listener host:port")
+	fl.StringVar(&f.advMQTT, "advertise-mqtt", "", "MQTT address given to devices: URL, host or host:port (default: from the listener; a wildcard takes this host's routable address)")
+	fl.StringVar(&f.advHTTP, "advertise-http", "", "HTTP address given to devices: URL, host or host:port (default: from the listener, as --advertise-mqtt)")
 }
 
 // load reads the config file and lays the flags the user set (or whose
@@ -60,6 +64,12 @@ func (f *serveFlags) load(cmd *cobra.Command, a *app) (configs.Config, error) {
 	}
 	if f.config == "" || fl.Changed("http-listen") {
 		cfg.HTTP.Listen = f.httpListen
+	}
+	if fl.Changed("advertise-mqtt") {
+		cfg.Broker.Advertise = f.advMQTT
+	}
+	if fl.Changed("advertise-http") {
+		cfg.HTTP.Advertise = f.advHTTP
 	}
 	return cfg, cfg.Validate()
 }
@@ -125,6 +135,9 @@ func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format,
 // printUp tells a person what listens where and what to try next.
 func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {
 	fmt.Fprintf(a.stdout, "Chorus is up.\n  MQTT  %s\n  HTTP  %s\n  credentials: %s (mode 0600)\n", up.MQTTURL, up.HTTPURL, configs.UpPath(dataDir))
+	if up.AdvertiseMQTTURL != "" {
+		fmt.Fprintf(a.stdout, "  devices are given  MQTT %s  HTTP %s (--advertise-mqtt, --advertise-http)\n", up.AdvertiseMQTTURL, up.AdvertiseHTTPURL)
+	}
 	if withAgent && up.Device != "" {
 		fmt.Fprintf(a.stdout, "  local device: %s\n", up.Device)
 	}

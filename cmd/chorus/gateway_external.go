@@ -36,7 +36,7 @@ func (f *externalFlags) check() error {
 	switch f.broker {
 	case "embedded":
 		if f.url != "" {
-			return fmt.Errorf("--mqtt-url needs --broker external")
+			return fmt.Errorf("--mqtt-url needs --broker external; to give devices another address of the embedded broker, use --advertise-mqtt")
 		}
 		if f.mosquittoDynsec {
 			return fmt.Errorf("--mosquitto-dynsec needs --broker external")

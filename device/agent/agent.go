@@ -24,7 +24,9 @@ import (
 	"github.com/chorus-edge/chorus/device/settings"
 	"github.com/chorus-edge/chorus/device/skillmanager"
 	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/dirlock"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/mqttmsg"
 	"github.com/chorus-edge/chorus/gateway/topic"
 	"github.com/chorus-edge/chorus/gateway/wsbus"
 )
@@ -69,6 +71,7 @@ type Config struct {
 	Blacklist func() []string
 
 	WillDelay time.Duration // before the broker publishes offline for a lost connection; default 5 s
+	KeepAlive time.Duration // MQTT keepalive (agent.keepalive); default bus.DefaultKeepAlive
 	Version   string
 	Bin       string // the chorus executable skills call (CHORUS_BIN); default os.Executable()
 	// Trampoline runs process.ExecMain (`chorus skill-exec`), which drops
@@ -98,6 +101,7 @@ type Agent struct {
 	iso      *isolation // how skills run; set before the first connection
 	launcher *process.Launcher
 	phal     *connectivity.PHAL // the trusted PHAL question (websocket.go)
+	lock     *dirlock.Lock      // the data dir's, held until abort
 }
 
 func (c *Config) setDefaults() error {
@@ -138,7 +142,13 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := makeDataDir(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("agent data dir: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger.With("device", cfg.Device), started: time.Now()}
+	// One process per data dir (issue 16): a second agent of the same
+	// device in the same dir would share its session, installs and skills.
+	lock, err := dirlock.Acquire(cfg.DataDir, "chorus agent "+cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger.With("device", cfg.Device), started: time.Now(), lock: lock}
 	a.reporter = newReporter(a)
 	if err := a.start(ctx); err != nil {
 		a.abort()
@@ -192,7 +202,7 @@ func (a *Agent) connect(ctx context.Context) error {
 		URL: a.cfg.MQTTURL, ClientID: a.cfg.Device,
 		Username: a.cfg.Username, Password: a.cfg.Password,
 		CleanStart: true, SessionExpiry: 60,
-		WillDelay: uint32(a.cfg.WillDelay / time.Second),
+		WillDelay: uint32(a.cfg.WillDelay / time.Second), KeepAlive: uint16(a.cfg.KeepAlive / time.Second),
 		WillFunc: func() *bus.Packet {
 			n, err := nextSession(a.cfg.DataDir)
 			if err != nil {
@@ -213,7 +223,7 @@ func (a *Agent) connect(ctx context.Context) error {
 
 func (a *Agent) availability(t, state string) *bus.Packet {
 	return &bus.Packet{Topic: t, Payload: []byte(state), QoS: 1, Retain: true,
-		User: map[string]string{"session": strconv.FormatUint(a.session.Load(), 10)}}
+		User: mqttmsg.UserProperties{{Key: "session", Value: strconv.FormatUint(a.session.Load(), 10)}}}
 }
 
 func (a *Agent) startManager() error {
@@ -320,6 +330,12 @@ func (a *Agent) WSAddr() string {
 // drop-in stop, then `offline` is published before a clean disconnect, which
 // does not fire the Will.
 func (a *Agent) Close(ctx context.Context) error {
+	if a.mqtt != nil {
+		// Shutdown must not wait for a broker that is not there (issue 16,
+		// point 6): every publish from here on is sent over a live
+		// connection or fails at once.
+		a.mqtt.Drain()
+	}
 	var errs []error
 	if a.manager != nil {
 		errs = append(errs, a.manager.Close(ctx))
@@ -375,6 +391,7 @@ func (a *Agent) abort() {
 		_ = a.mqtt.Close()
 	}
 	a.iso.close()
+	_ = a.lock.Release()
 }
 
 func (a *Agent) publishOffline() {

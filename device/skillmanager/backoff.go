@@ -1,6 +1,11 @@
 package skillmanager
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/chorus-edge/chorus/gateway/state"
+)
 
 // Retry backoff of SKILL_MANAGER §4 step 3 (seeds/000; ovos-behaviour §1.8):
 // after the n-th consecutive failed load of a skill, of any kind, the next
@@ -32,6 +37,7 @@ type failure struct {
 	attempts int
 	last     time.Time
 	err      string
+	output   []string // the process's last lines (state.MaxOutputLines)
 	version  string
 }
 
@@ -39,7 +45,8 @@ type failure struct {
 func (f *failure) nextRetry() time.Time { return f.last.Add(backoff(f.attempts)) }
 
 // recordFailureLocked counts one more failed load of id.
-func (m *Manager) recordFailureLocked(id, version string, err error) *failure {
+// proc, when the attempt started one, gives its last output lines.
+func (m *Manager) recordFailureLocked(id, version string, err error, proc Process) *failure {
 	f := m.failures[id]
 	if f == nil || f.version != version {
 		f = &failure{version: version}
@@ -48,7 +55,27 @@ func (m *Manager) recordFailureLocked(id, version string, err error) *failure {
 	f.attempts++
 	f.last = m.now()
 	f.err = err.Error()
+	f.output = nil
+	if proc != nil {
+		f.output = lastOutput(proc.Tail())
+	}
 	return f
+}
+
+// lastOutput keeps the last state.MaxOutputLines lines, each cut to
+// state.MaxOutputLine bytes at a rune boundary.
+func lastOutput(tail []string) []string {
+	if n := len(tail); n > state.MaxOutputLines {
+		tail = tail[n-state.MaxOutputLines:]
+	}
+	out := make([]string, 0, len(tail))
+	for _, l := range tail {
+		if len(l) > state.MaxOutputLine {
+			l = strings.ToValidUTF8(l[:state.MaxOutputLine], "")
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // retryDueLocked reports whether a pass may load s now, clearing a failure

@@ -32,7 +32,7 @@ func (m *Manager) handleConnectivity(_ context.Context, d bus.Delivery) {
 	m.mu.Unlock()
 	m.changed()
 	if load {
-		m.goTask(func(ctx context.Context) { m.runPass(ctx, d.Message.Type, nil) })
+		m.passes.fire(d.Message.Type)
 	}
 }
 

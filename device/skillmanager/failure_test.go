@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,11 @@ func TestBackoffTimings(t *testing.T) {
 		spec    skillSpec
 		hook    func(t *testing.T, root string) func(discovery.Skill)
 		errHas  string
-		loadsOK bool // the skill loads, then exits on its own
+		output  []string // the report's last output lines, when the case checks them
+		loadsOK bool     // the skill loads, then exits on its own
 	}{
-		{name: "exits before ready", spec: skillSpec{id: "crash", ready: "message", script: "exit 3"}, errHas: "exited before ready"},
+		{name: "exits before ready", spec: skillSpec{id: "crash", ready: "message", script: "echo starting >&2\necho 'cannot open <device>' >&2\nexit 3"},
+			errHas: "exited before ready", output: []string{"starting", "cannot open <device>"}},
 		{name: "start error: exec changed since discovery", spec: skillSpec{id: "changed"},
 			hook: func(t *testing.T, root string) func(discovery.Skill) {
 				n := 0
@@ -55,6 +58,9 @@ func TestBackoffTimings(t *testing.T) {
 			s := e.waitState(id, StateFailed)
 			if s.Attempts != 1 || s.NextRetry == nil || !s.NextRetry.Equal(t0.Add(30*time.Second)) || !strings.Contains(s.Error, tc.errHas) {
 				t.Fatalf("after first failure: %+v", s)
+			}
+			if tc.output != nil && !slices.Equal(s.Output, tc.output) {
+				t.Fatalf("reported output %q, want %q", s.Output, tc.output)
 			}
 			if tc.loadsOK {
 				os.Remove(filepath.Join(dir, "die"))

@@ -17,10 +17,7 @@ func (m *Manager) handleInstallComplete(_ context.Context, d bus.Delivery) {
 		m.log.Info("install reported before ready; the startup load will see it", "type", d.Message.Type)
 		return
 	}
-	m.goTask(func(ctx context.Context) {
-		m.restartUpgraded(ctx)
-		m.runPass(ctx, d.Message.Type, nil)
-	})
+	m.installs.fire(d.Message.Type)
 }
 
 // restartUpgraded stops every loaded skill whose discovered version differs
@@ -68,10 +65,10 @@ func (m *Manager) handleRescan(_ context.Context, d bus.Delivery) {
 		m.reply(d, map[string]any{"loaded": []string{}})
 		return
 	}
-	if !m.goTask(func(ctx context.Context) {
+	if err := m.goRequest(func(ctx context.Context) {
 		res := m.runPass(ctx, TypeRescan, nil)
 		m.reply(d, map[string]any{"loaded": res.loaded})
-	}) {
-		m.reply(d, map[string]any{"loaded": []string{}})
+	}); err != nil {
+		m.reply(d, map[string]any{"loaded": []string{}, "error": err.Error()})
 	}
 }

@@ -86,7 +86,7 @@ func (m *Manager) finish(a *attempt, proc Process, err error) error {
 		err = errGone
 	case errors.Is(err, errStopping):
 	case err != nil:
-		f = m.recordFailureLocked(id, a.skill.Version, err)
+		f = m.recordFailureLocked(id, a.skill.Version, err, proc)
 	case a.deactivated:
 		m.tracked[id] = &entry{skill: a.skill, serial: a.serial}
 		delete(m.failures, id)
@@ -144,7 +144,7 @@ func (m *Manager) watch(e *entry, proc Process) {
 		var f *failure
 		if current {
 			delete(m.tracked, id)
-			f = m.recordFailureLocked(id, e.skill.Version, fmt.Errorf("exited: %s", exitReport(proc)))
+			f = m.recordFailureLocked(id, e.skill.Version, fmt.Errorf("exited: %s", exitReport(proc)), proc)
 		}
 		m.mu.Unlock()
 		if !current {

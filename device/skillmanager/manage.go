@@ -59,7 +59,9 @@ func (m *Manager) handleActivate(_ context.Context, d bus.Delivery) {
 		m.reply(d, map[string]any{"error": err.Error()})
 		return
 	}
-	m.goTask(func(ctx context.Context) { m.activate(ctx, d, id) })
+	if err := m.goRequest(func(ctx context.Context) { m.activate(ctx, d, id) }); err != nil {
+		m.reply(d, map[string]any{"error": err.Error()})
+	}
 }
 
 func (m *Manager) activate(ctx context.Context, d bus.Delivery, id string) {
@@ -151,13 +153,15 @@ func (m *Manager) handleDeactivate(_ context.Context, d bus.Delivery) {
 		m.reply(d, map[string]any{"error": err.Error()})
 		return
 	}
-	m.goTask(func(ctx context.Context) {
+	if err := m.goRequest(func(ctx context.Context) {
 		if err := m.deactivate(ctx, id); err != nil {
 			m.reply(d, map[string]any{"error": err.Error()})
 			return
 		}
 		m.reply(d, map[string]any{})
-	})
+	}); err != nil {
+		m.reply(d, map[string]any{"error": err.Error()})
+	}
 }
 
 // deactivate marks id inactive (persisted) and stops its process if it has
@@ -208,11 +212,13 @@ func (m *Manager) handleKeep(_ context.Context, d bus.Delivery) {
 		m.log.Warn(err.Error())
 		return
 	}
-	m.goTask(func(ctx context.Context) {
+	if err := m.goRequest(func(ctx context.Context) {
 		for _, id := range m.othersThan(keep) {
 			_ = m.deactivate(ctx, id) // known by construction
 		}
-	})
+	}); err != nil {
+		m.log.Warn("skillmanager.keep not handled", "skill", keep, "err", err)
+	}
 }
 
 func (m *Manager) othersThan(keep string) []string {

@@ -104,6 +104,7 @@ func (m *Manager) reportLocked(s discovery.Skill, black map[string]bool, now tim
 	case f != nil && f.version == s.Version:
 		next := f.nextRetry().UTC()
 		r.State, r.Error, r.Attempts, r.NextRetry = StateFailed, f.err, f.attempts, &next
+		r.Output = f.output
 	default:
 		r.State, r.WaitingFor = StateWaiting, m.unmetLocked(s.Requirements)
 	}

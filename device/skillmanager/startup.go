@@ -36,6 +36,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.runCtx, m.cancel = context.WithCancel(ctx)
 	run := m.runCtx
 	m.mu.Unlock()
+	m.startTriggers()
 
 	m.notify.start()
 	if err := m.subscribe(); err != nil {

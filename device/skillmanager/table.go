@@ -49,7 +49,10 @@ type Manager struct {
 	training  TrainingReport         // the last training request's outcome
 	trainWait map[uint64]chan string // training requests waiting for mycroft.skills.trained
 
-	testAfterTake func() // test hook: runs in unloadGone between the take and the stops
+	passes     *trigger      // load passes asked for by connectivity events
+	installs   *trigger      // restarts and passes asked for by install completions
+	uninstalls *trigger      // unloads asked for by uninstall completions
+	requests   chan struct{} // slots of the request handlers running (maxRequests)
 }
 
 // entry is a tracked skill: a loaded process, or an inactive skill (no
@@ -97,15 +100,19 @@ func New(cfg Config) (*Manager, error) {
 	}
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		cfg:       cfg,
-		log:       cfg.Logger.With("component", "skillmanager"),
-		status:    StatusStarted,
-		tracked:   map[string]*entry{},
-		loading:   map[string]*attempt{},
-		failures:  map[string]*failure{},
-		warned:    map[string]bool{},
-		since:     map[string]stateMark{},
-		trainWait: map[uint64]chan string{},
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "skillmanager"),
+		status:     StatusStarted,
+		tracked:    map[string]*entry{},
+		loading:    map[string]*attempt{},
+		failures:   map[string]*failure{},
+		warned:     map[string]bool{},
+		since:      map[string]stateMark{},
+		trainWait:  map[uint64]chan string{},
+		passes:     newTrigger(),
+		installs:   newTrigger(),
+		uninstalls: newTrigger(),
+		requests:   make(chan struct{}, maxRequests),
 	}
 	m.conn.allowReloads = true
 	m.conn.changedAt = cfg.Now().UTC()

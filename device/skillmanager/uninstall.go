@@ -11,7 +11,7 @@ import (
 // handleUninstallComplete reacts to ovos.skills.uninstall.complete and
 // ovos.pip.uninstall.complete: unload every tracked skill that is gone.
 func (m *Manager) handleUninstallComplete(_ context.Context, d bus.Delivery) {
-	m.goTask(func(ctx context.Context) { m.unloadGone(ctx) })
+	m.uninstalls.fire(d.Message.Type)
 }
 
 // unloadGone is SKILL_MANAGER §6 / seeds/000 "Unloading After an
@@ -57,12 +57,6 @@ func (m *Manager) unloadGone(ctx context.Context) {
 	gone := func(id string) bool { _, ok := declared[id]; return !discoverable[id] && !ok }
 
 	victims, verdicts, dropInactive := m.takeGone(gone, before)
-	m.mu.Lock()
-	hook := m.testAfterTake
-	m.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
 	if dropInactive {
 		m.persistInactive()
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/gateway/envelope"
 )
 
@@ -103,10 +105,15 @@ func TestUninstallInFlightThenReinstall(t *testing.T) {
 	e := newEnv(t)
 	m := e.start(func(c *Config) { c.ReadyTimeout = time.Minute }) // the load stays in flight until told
 
-	writeSkill(t, e.root, skillSpec{id: "slow", ready: "message"}) // never ready by itself
+	up := filepath.Join(t.TempDir(), "up")
+	writeSkill(t, e.root, skillSpec{id: "slow", ready: "message", // never ready by itself
+		script: fmt.Sprintf("touch %q\nexec sleep 600", up)})
 	mark := e.rec.mark()
 	go e.request(TypeRescan, nil)
 	e.waitState("slow", StateLoading)
+	// The shell has read run.sh before the directory goes (removing it
+	// earlier fails the start instead of exercising the verdict).
+	waitUntil(t, "slow running", func() bool { _, err := os.Stat(up); return err == nil })
 	pid := e.launch.lastPID("slow")
 	os.RemoveAll(filepath.Join(e.root, "slow"))
 	e.emit(TypeSkillsUninstallComplete, nil)
@@ -140,33 +147,46 @@ func TestUninstallInFlightThenReinstall(t *testing.T) {
 
 // The removal list is taken under the lock and stopped outside it: a
 // replacement loaded for the same id by a pass that overlaps the stop is
-// not the one stopped.
+// not the one stopped. The old process holds its stop open (it traps TERM
+// and exits only when the test releases it), so the reinstall's pass runs
+// while the uninstall is still stopping it.
 func TestUninstallOverlappingReplacement(t *testing.T) {
 	e := newEnv(t)
-	writeSkill(t, e.root, skillSpec{id: "a"})
+	e.launch.real = process.NewLauncher(process.Config{MQTTURL: e.brk.URL(), Device: device, Key: e.dev.Key, KeyVersion: 1,
+		Bin: "/bin/false", StopGrace: time.Minute, Logger: brokertest.Logger()})
+	hold := t.TempDir()
+	up, release := filepath.Join(hold, "up"), filepath.Join(hold, "release")
+	writeSkill(t, e.root, skillSpec{id: "a", script: fmt.Sprintf(
+		"trap 'while [ ! -e %q ]; do sleep 0.05; done; exit 0' TERM\ntouch %q\nsleep 600 & wait", release, up)})
 	m := e.start()
 	e.waitState("a", StateLoaded)
 	oldPID := e.launch.lastPID("a")
+	waitUntil(t, "the old process set its trap", func() bool { _, err := os.Stat(up); return err == nil })
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
+
 	os.RemoveAll(filepath.Join(e.root, "a"))
-	replaced := make(chan struct{})
-	m.mu.Lock()
-	runCtx := m.runCtx
-	m.testAfterTake = func() {
-		// Between the take and the stops: reinstall and load again.
-		writeSkill(t, e.root, skillSpec{id: "a"})
-		m.runPass(runCtx, "overlapping", nil)
-		close(replaced)
-	}
-	m.mu.Unlock()
 	e.emit(TypeSkillsUninstallComplete, nil)
-	<-replaced
-	waitUntil(t, "old process stopped", func() bool { return !alive(oldPID) })
+	waitUntil(t, "the uninstall took a", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.tracked["a"] == nil
+	})
+	writeSkill(t, e.root, skillSpec{id: "a"}) // reinstalled while the old one stops
+	e.emit(TypeSkillsInstallComplete, nil)
+	waitUntil(t, "the replacement started", func() bool { return e.launch.starts("a") == 2 })
 	newPID := e.launch.lastPID("a")
+	e.waitState("a", StateLoaded)
+	if !alive(oldPID) {
+		t.Fatal("the old process ended before the test released it: the overlap was not exercised")
+	}
+
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "old process stopped", func() bool { return !alive(oldPID) })
 	if newPID == oldPID || !alive(newPID) {
 		t.Fatalf("replacement pid %d (old %d) alive=%v", newPID, oldPID, alive(newPID))
 	}
-	s := e.waitState("a", StateLoaded)
-	_ = s
 	m.mu.Lock()
 	cur := m.tracked["a"]
 	m.mu.Unlock()

@@ -25,12 +25,15 @@ import (
 // too_large are the HTTP layer's.
 const (
 	CodeInvalid      = fleet.EINVALID
-	CodeUnauthorized = "unauthorized"
+	CodeUnauthorized = fleet.EUNAUTHORIZED
 	CodeNotFound     = fleet.ENOTFOUND
 	CodeConflict     = fleet.ECONFLICT
 	CodeTooLarge     = "too_large"
 	CodeUnavailable  = fleet.EUNAVAILABLE
 	CodeInternal     = fleet.EINTERNAL
+	// CodeRateLimited is 429 from the join endpoints (Retry-After says when
+	// to try again).
+	CodeRateLimited = "rate_limited"
 )
 
 // ErrorBody is every error answer: {"error": {"code", "message"}}.

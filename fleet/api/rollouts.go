@@ -8,32 +8,39 @@ import (
 	"github.com/chorus-edge/chorus/fleet"
 )
 
-// Strategy is the API's Strategy: fleet.Strategy with the timeout as Go's
-// duration text. Zero fields are omitted, and mean the gateway's defaults.
+// Strategy is the API's Strategy: fleet.Strategy with the durations as Go's
+// duration text. Zero fields are omitted, and mean none (no cap, no
+// deadline, no ramp: docs/api.md).
 type Strategy struct {
 	Canary              int      `json:"canary,omitempty"`
 	MaxInFlight         int      `json:"max_in_flight,omitempty"`
 	FailureThresholdPct float64  `json:"failure_threshold_pct,omitempty"`
-	MinExecuted         int      `json:"min_executed,omitempty"`
-	Timeout             Duration `json:"timeout,omitempty"`
+	MinExecuted         int      `json:"min_executed,omitempty"` // finished executions before the threshold may abort
+	Timeout             Duration `json:"timeout,omitempty"`      // per device, from its start
+	Deadline            Duration `json:"deadline,omitempty"`     // whole rollout, from its creation
+	RatePerMin          int      `json:"rate_per_min,omitempty"`
+	RampBasePerMin      int      `json:"ramp_base_per_min,omitempty"`
+	RampEvery           Duration `json:"ramp_every,omitempty"`
 }
 
 // NewStrategy is s on the wire.
 func NewStrategy(s fleet.Strategy) Strategy {
 	return Strategy{Canary: s.Canary, MaxInFlight: s.MaxInFlight, FailureThresholdPct: s.FailureThresholdPct,
-		MinExecuted: s.MinExecuted, Timeout: Duration(s.Timeout)}
+		MinExecuted: s.MinExecuted, Timeout: Duration(s.Timeout), Deadline: Duration(s.Deadline),
+		RatePerMin: s.RatePerMin, RampBasePerMin: s.RampBasePerMin, RampEvery: Duration(s.RampEvery)}
 }
 
 // Strategy is the fleet's strategy, validated.
 func (s Strategy) Strategy() (fleet.Strategy, error) {
 	out := fleet.Strategy{Canary: s.Canary, MaxInFlight: s.MaxInFlight, FailureThresholdPct: s.FailureThresholdPct,
-		MinExecuted: s.MinExecuted, Timeout: time.Duration(s.Timeout)}
+		MinExecuted: s.MinExecuted, Timeout: time.Duration(s.Timeout), Deadline: time.Duration(s.Deadline),
+		RatePerMin: s.RatePerMin, RampBasePerMin: s.RampBasePerMin, RampEvery: time.Duration(s.RampEvery)}
 	return out, out.Validate()
 }
 
-// Duration is the strategy's timeout on the wire: Go's duration text
-// ("10m"), as docs/api.md has it. Reading also accepts a number of
-// nanoseconds, and "" or null as zero.
+// Duration is a strategy duration on the wire (timeout, deadline,
+// ramp_every): Go's duration text ("10m"), as docs/api.md has it. Reading
+// also accepts a number of nanoseconds, and "" or null as zero.
 type Duration time.Duration
 
 // MarshalJSON writes the duration as text ("0s" for zero, which Strategy omits).
@@ -56,14 +63,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fleet.Errorf(fleet.EINVALID, "strategy.timeout %q: want a duration such as 10m", s)
+			return fleet.Errorf(fleet.EINVALID, "strategy duration %q (timeout, deadline or ramp_every): want a duration such as 10m", s)
 		}
 		*d = Duration(v)
 		return nil
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
-		return fleet.Errorf(fleet.EINVALID, "strategy.timeout %s: want a duration such as \"10m\"", b)
+		return fleet.Errorf(fleet.EINVALID, "strategy duration %s (timeout, deadline or ramp_every): want a duration such as \"10m\"", b)
 	}
 	*d = Duration(n)
 	return nil
@@ -139,11 +146,16 @@ func (c Counts) Total() int {
 }
 
 // Execution is the API's Execution: one device's part in a rollout.
+// Reason says why it ended as it did, or, while it is unfinished, why it
+// cannot progress ("offline since <time>", "waiting for canary", "paused",
+// ...: docs/api.md); Blocked is set when only a change outside the rollout
+// (its device coming back) lets it progress.
 type Execution struct {
 	RolloutID  int64           `json:"rollout_id"`
 	DeviceID   string          `json:"device_id"`
 	State      fleet.ExecState `json:"state"`
 	Reason     string          `json:"reason"`
+	Blocked    bool            `json:"blocked,omitempty"`
 	Canary     bool            `json:"canary"`
 	StartedAt  time.Time       `json:"started_at,omitzero"`
 	FinishedAt time.Time       `json:"finished_at,omitzero"`
@@ -155,7 +167,7 @@ func NewExecutions(es []*fleet.Execution) []Execution {
 	out := make([]Execution, 0, len(es))
 	for _, e := range es {
 		out = append(out, Execution{RolloutID: e.RolloutID, DeviceID: e.DeviceID, State: e.State, Reason: e.Reason,
-			Canary: e.Canary, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Attempts: e.Attempts})
+			Blocked: e.Blocked, Canary: e.Canary, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Attempts: e.Attempts})
 	}
 	return out
 }
@@ -175,6 +187,38 @@ type RolloutsResponse struct {
 type RolloutDetail struct {
 	Rollout    Rollout     `json:"rollout"`
 	Executions []Execution `json:"executions"`
+}
+
+// Settled reports whether the rollout is over as far as waiting can tell:
+// it is terminal, or it has unfinished executions and every one of them is
+// Blocked (every online target finished; what is left waits for devices to
+// come back). Without executions (a counts-only answer) it is Terminal.
+func (d RolloutDetail) Settled() bool {
+	if d.Rollout.Terminal() {
+		return true
+	}
+	open := 0
+	for _, e := range d.Executions {
+		if e.State.Terminal() {
+			continue
+		}
+		if !e.Blocked {
+			return false
+		}
+		open++
+	}
+	return open > 0
+}
+
+// Unfinished is the executions not yet ended, in order.
+func (d RolloutDetail) Unfinished() []Execution {
+	var out []Execution
+	for _, e := range d.Executions {
+		if !e.State.Terminal() {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // AbortRequest is POST /v1/rollouts/{id}/abort (the body is optional).

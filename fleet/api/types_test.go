@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/fleet"
 )
 
 func TestDurationJSON(t *testing.T) {
@@ -50,5 +52,32 @@ func TestParseConnectivity(t *testing.T) {
 		if _, ok := (Device{Connectivity: json.RawMessage(tt.raw)}).ParseConnectivity(); ok != tt.wantOK {
 			t.Errorf("%q: ok = %v, want %v", tt.raw, ok, tt.wantOK)
 		}
+	}
+}
+
+func TestSettled(t *testing.T) {
+	t.Parallel()
+	done := Execution{State: fleet.ExecSucceeded}
+	offline := Execution{State: fleet.ExecQueued, Reason: "offline", Blocked: true}
+	waiting := Execution{State: fleet.ExecQueued, Reason: "waiting for start rate (2/min)"}
+	running := Rollout{State: fleet.RolloutInProgress}
+	tests := []struct {
+		name string
+		d    RolloutDetail
+		want bool
+	}{
+		{"terminal", RolloutDetail{Rollout: Rollout{State: fleet.RolloutSucceeded}}, true},
+		{"all ended, not judged yet", RolloutDetail{Rollout: running, Executions: []Execution{done}}, false},
+		{"only offline left", RolloutDetail{Rollout: running, Executions: []Execution{done, offline}}, true},
+		{"one can still start", RolloutDetail{Rollout: running, Executions: []Execution{offline, waiting}}, false},
+		{"counts only", RolloutDetail{Rollout: running}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.d.Settled(); got != tt.want {
+			t.Errorf("%s: Settled = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if u := (RolloutDetail{Executions: []Execution{done, offline, waiting}}).Unfinished(); len(u) != 2 {
+		t.Errorf("Unfinished = %v", u)
 	}
 }

@@ -256,7 +256,11 @@ func (c *Controller) reconcileAvailability(d *fleet.Device) error {
 	if due {
 		check = &rc
 	}
-	switch availabilityAction(last, want, check) {
+	action := availabilityAction(last, want, check)
+	if action == availWait && c.lateWill(d.ID, last, want) {
+		action = availRestate
+	}
+	switch action {
 	case availLeave:
 		return nil
 	case availWait:

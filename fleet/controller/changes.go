@@ -110,6 +110,18 @@ func (b *births) set(dev string, info BirthInfo) {
 	b.m[dev] = info
 }
 
+// setIfAbsent keeps a live connection's details over a retained one's.
+func (b *births) setIfAbsent(dev string, info BirthInfo) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]BirthInfo{}
+	}
+	if _, ok := b.m[dev]; !ok {
+		b.m[dev] = info
+	}
+}
+
 func (b *births) forget(dev string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -21,7 +21,13 @@ func (c *jumpClock) Now() time.Time       { return time.Now().Add(time.Duration(
 func (c *jumpClock) Jump(d time.Duration) { c.off.Add(int64(d)) }
 func newClockEnv(t *testing.T, c *jumpClock) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), now: c.Now}
+	return newClockEnvNow(t, c.Now)
+}
+
+// newClockEnvNow is newEnv with now as the wall clock of store and controller.
+func newClockEnvNow(t *testing.T, now func() time.Time) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), now: now}
 	e.b = brokertest.Start(t, broker.Config{})
 	acct, secret := brokertest.NewOperator(t, "watcher")
 	e.opName, e.opSecret, e.local = acct.Username, secret, []broker.Account{acct}

@@ -32,6 +32,7 @@ type Store interface {
 	fleet.RolloutService
 	fleet.AuditService
 	fleet.GrantService
+	fleet.EnrolService
 }
 
 // Broker is what the controller needs of the embedded broker; *broker.Broker
@@ -69,6 +70,9 @@ type Config struct {
 	ValidateSkill func(dir string) (SkillInfo, error)
 	// MQTTURL and ServerURL go into the agent credentials the controller returns.
 	MQTTURL, ServerURL string
+	// JoinCAPin is the SHA-256 (hex) of the certificate a joining agent
+	// must find in the HTTP server's chain; empty without TLS (enrol.go).
+	JoinCAPin string
 
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -87,6 +91,13 @@ type Config struct {
 	// embedded broker, which delivers retained messages within Subscribe;
 	// a few seconds for an external one.
 	SweepWait time.Duration
+
+	// Connections, when set, ties presence to the broker's live connections
+	// (liveness.go; the embedded broker). PresenceGrace (20s) is how long a
+	// device recorded online may go without one after the start, or after
+	// its connection closed, before it is marked offline.
+	Connections   Connections
+	PresenceGrace time.Duration
 
 	// BrokerStats, when set, adds the broker's counters to Metrics.
 	BrokerStats func() broker.Stats
@@ -122,6 +133,9 @@ func (c *Config) setDefaults() {
 	if c.MaxArchive <= 0 {
 		c.MaxArchive = 256 << 20
 	}
+	if c.PresenceGrace <= 0 {
+		c.PresenceGrace = 20 * time.Second
+	}
 	if c.SecretIssued == nil {
 		c.SecretIssued = func(context.Context, string, string) {}
 	}
@@ -139,6 +153,7 @@ type Controller struct {
 
 	ha      *haPublisher  // what was published for Home Assistant
 	repairs *availRepair  // device availability repairs (availability.go)
+	live    *liveness     // presence tied to live connections (liveness.go)
 	gw      *gatewayState // the fleet summary and the gateway's own config (gatewaystate.go)
 	metrics *metrics      // GET /metrics (metrics.go)
 	relay   relayRun      // the bridge relay (routes.go)
@@ -155,9 +170,11 @@ type Controller struct {
 	online    map[string]bool         // devices online, mirrored from the presence the inbox applies
 	waiting   map[string]bool         // devices with queued executions the engine last saw
 	rollouts  map[int64]rolloutKey    // rollout -> its immutable fields (judge's cache)
+	rateHeld  map[int64]int           // rollout -> start rate that held executions back in the last pass
 
-	nextTimeout map[int64]time.Time  // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
-	inProgress  map[execKey]progress // execution -> when the engine saw it in progress (engine goroutine only)
+	nextTimeout map[int64]time.Time   // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
+	inProgress  map[execKey]progress  // execution -> when the engine saw it in progress (engine goroutine only)
+	starts      map[int64][]time.Time // rollout -> its starts within the rate window, wall clock (engine goroutine only)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -197,15 +214,19 @@ func New(cfg Config) (*Controller, error) {
 		online:    map[string]bool{},
 		waiting:   map[string]bool{},
 		rollouts:  map[int64]rolloutKey{},
+		rateHeld:  map[int64]int{},
 
 		nextTimeout: map[int64]time.Time{},
 		inProgress:  map[execKey]progress{},
+		starts:      map[int64][]time.Time{},
 	}
 	c.queue = newWorkQueue(cfg.MaxBackoff)
 	c.ha = newHAPublisher(cfg.HomeAssistant)
 	c.repairs = newAvailRepair()
+	c.live = newLiveness(cfg.Connections, cfg.PresenceGrace)
 	c.gw = newGatewayState()
 	c.inbox = newInbox()
+	c.inbox.latestWins = c.live.on()
 	c.metrics = newMetrics(c)
 	for _, a := range cfg.LocalAccounts {
 		if a.Role == broker.RoleDevice {
@@ -263,6 +284,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.queue.Add(d.ID)
 	}
 	c.gw.seededDevices()
+	c.startLiveness(devs)
 	c.goRun(c.runGatewayState)
 	return nil
 }
@@ -287,6 +309,7 @@ func (c *Controller) Close() error {
 		}
 		c.queue.ShutDown()
 		c.repairs.stop()
+		c.live.stop()
 		c.inbox.shutDown()
 		c.stopRelay()
 		c.wg.Wait()

@@ -98,8 +98,8 @@ func (t tally) total() int {
 func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[string]bool) error {
 	if r.State == fleet.RolloutQueued {
 		var err error
-		if r, err = c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutInProgress, ""); err != nil {
-			return err
+		if r, err = c.moveRollout(ctx, fleet.ActorController, r.ID, fleet.RolloutQueued, fleet.RolloutInProgress, ""); err != nil {
+			return ignoreChanged(err)
 		}
 	}
 	n := tally{}
@@ -121,6 +121,9 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[str
 	if err := c.timeOut(ctx, r, n, canaries); err != nil {
 		return err
 	}
+	if err := c.expire(ctx, r, n, canaries); err != nil {
+		return err
+	}
 	canaryBad, canaryPending := "", false
 	for _, e := range canaries {
 		if (e.State == fleet.ExecFailed || e.State == fleet.ExecTimedOut) && canaryBad == "" {
@@ -131,6 +134,7 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[str
 		}
 	}
 	if r.State != fleet.RolloutInProgress {
+		c.setRateHeld(r.ID, 0)
 		return nil // paused: running executions finish and time out, none start
 	}
 	switch {
@@ -139,19 +143,16 @@ func (c *Controller) step(ctx context.Context, r *fleet.Rollout, waiting map[str
 	case c.overThreshold(r, n):
 		reason := fmt.Sprintf("failure threshold: %d of %d ended executions failed or timed out (threshold %g%%)",
 			n.bad(), n.ended(), r.FailureThresholdPct)
-		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutAborted, reason)
-		return err
+		return c.engineMove(ctx, r, fleet.RolloutAborted, reason)
 	case n.active() == 0 && n.bad() > 0:
 		return c.endRollout(ctx, r, tally{}, fleet.RolloutFailed, fmt.Sprintf("%d of %d executions failed or timed out", n.bad(), n.total()))
 	case n.active() == 0 && n[fleet.ExecSucceeded] == 0:
-		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutCanceled, "every execution was canceled")
-		return err
+		return c.engineMove(ctx, r, fleet.RolloutCanceled, "every execution was canceled")
 	case n.active() == 0:
 		if err := c.assignTargets(ctx, r); err != nil {
 			return err
 		}
-		_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, fleet.RolloutSucceeded, "")
-		return err
+		return c.engineMove(ctx, r, fleet.RolloutSucceeded, "")
 	}
 	return c.startQueued(ctx, r, n, canaryPending, waiting)
 }
@@ -175,7 +176,22 @@ func (c *Controller) endRollout(ctx context.Context, r *fleet.Rollout, n tally, 
 			c.finish(ctx, e, fleet.ExecCanceled, "rollout "+string(to))
 		}
 	}
-	_, err := c.setRolloutState(ctx, fleet.ActorController, r.ID, to, reason)
+	return c.engineMove(ctx, r, to, reason)
+}
+
+// engineMove moves r on from the state the engine read it in. An operator's
+// change in between (a pause, say) wins: the engine leaves the rollout as
+// it is now and looks again at the kick that change made.
+func (c *Controller) engineMove(ctx context.Context, r *fleet.Rollout, to fleet.RolloutState, reason string) error {
+	_, err := c.moveRollout(ctx, fleet.ActorController, r.ID, r.State, to, reason)
+	return ignoreChanged(err)
+}
+
+// ignoreChanged drops the ECONFLICT of a rollout that changed meanwhile.
+func ignoreChanged(err error) error {
+	if fleet.ErrorCode(err) == fleet.ECONFLICT {
+		return nil
+	}
 	return err
 }
 
@@ -271,10 +287,12 @@ func (c *Controller) noteDeadline(r *fleet.Rollout, p progress) {
 }
 
 // startQueued starts queued executions on online devices, canaries first
-// (the rest wait until every canary succeeded), within max in flight.
-// Offline devices stay queued and start when they come back (they are
-// recorded in waiting, so their coming online wakes the engine).
+// (the rest wait until every canary succeeded), within max in flight and
+// the start rate. Offline devices stay queued and start when they come back
+// (they are recorded in waiting, so their coming online wakes the engine);
+// executions the rate holds back start at a later pass (every Tick).
 func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally, canaryPending bool, waiting map[string]bool) error {
+	c.setRateHeld(r.ID, 0)
 	if n[fleet.ExecQueued] == 0 {
 		return nil
 	}
@@ -285,6 +303,8 @@ func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally,
 	if slots <= 0 {
 		return nil // an execution that ends kicks the engine
 	}
+	now := c.cfg.Now()
+	rateLeft, rate := c.rateSlots(r, now)
 	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: r.ID, States: []fleet.ExecState{fleet.ExecQueued}})
 	if err != nil {
 		return err
@@ -306,10 +326,16 @@ func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally,
 		if e.State != fleet.ExecQueued || (canaryPending && !e.Canary) || !c.isOnline(e.DeviceID) {
 			continue
 		}
+		if rateLeft == 0 {
+			c.setRateHeld(r.ID, rate)
+			return nil
+		}
 		if err := c.startExecution(ctx, r, e); err != nil {
 			return err
 		}
+		c.noteStart(r, now)
 		slots--
+		rateLeft--
 	}
 	return nil
 }

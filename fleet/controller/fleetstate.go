@@ -78,6 +78,16 @@ func (c *Controller) pruneRollouts(active map[int64]bool) {
 			delete(c.rollouts, id)
 		}
 	}
+	for id := range c.rateHeld {
+		if !active[id] {
+			delete(c.rateHeld, id)
+		}
+	}
+	for id := range c.starts {
+		if !active[id] {
+			delete(c.starts, id)
+		}
+	}
 	for id := range c.nextTimeout {
 		if !active[id] {
 			delete(c.nextTimeout, id)

@@ -25,7 +25,7 @@ import (
 	"github.com/chorus-edge/chorus/gateway/desired"
 )
 
-const waitFor = 10 * time.Second
+const waitFor = 30 * time.Second // generous: a loaded 2-core CI machine under -race; a wait that succeeds returns at once
 
 // validateSkill is the wiring cmd/chorus uses: the agent's discovery rules
 // over the unpacked skill directory, insisting on a declared name.
@@ -50,6 +50,9 @@ type env struct {
 	opSecret string
 	local    []broker.Account
 	now      func() time.Time // the wall clock of store and controller (nil = time.Now)
+	// grace, when set, ties presence to the broker's live connections with
+	// this PresenceGrace (liveness.go).
+	grace time.Duration
 }
 
 func newEnv(t *testing.T) *env {
@@ -70,11 +73,15 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctl, err := controller.New(controller.Config{
+	cfg := controller.Config{
 		Store: db, Broker: e.b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
 		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond, Now: e.now,
-	})
+	}
+	if e.grace > 0 {
+		cfg.Connections, cfg.PresenceGrace = e.b, e.grace
+	}
+	ctl, err := controller.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -177,7 +184,7 @@ type agent struct {
 	session uint64
 
 	mu   sync.Mutex
-	mode string // "ok" (install → loaded), "fail" (→ failed), "silent"
+	mode string // "ok" (install → loaded), "fail" (→ failed), "waiting" (→ waiting for internet), "silent"
 	last desired.Doc
 	stop chan struct{}
 	done chan struct{}
@@ -248,14 +255,17 @@ func (a *agent) answer(doc desired.Doc) {
 	if mode == "silent" || doc.Version == 0 {
 		return
 	}
-	state, errText := "loaded", ""
-	if mode == "fail" {
+	state, errText, waitingFor := "loaded", "", []string{}
+	switch mode {
+	case "fail":
 		state, errText = "failed", "exit status 1"
+	case "waiting":
+		state, waitingFor = "waiting", []string{"internet"}
 	}
 	skills := []map[string]any{}
 	for _, id := range doc.IDs() {
 		skills = append(skills, map[string]any{"id": id, "version": doc.Skills[id].Version, "state": state,
-			"managed": true, "error": errText})
+			"managed": true, "error": errText, "waiting_for": waitingFor})
 	}
 	b, _ := json.Marshal(map[string]any{"applied_version": doc.Version, "skills": skills})
 	a.pub("chorus/v1/"+a.id+"/skills", b)

@@ -34,9 +34,14 @@ type inbox struct {
 	lastAvail map[string]availNote // availability topic -> last message delivered
 	availSeq  uint64               // numbers the notes, across topics
 	events    []broker.Message
+	checks    map[string]bool // devices whose presence to check (liveness.go)
 	dropped   int
-	wake      chan struct{}
-	down      bool
+	// latestWins keeps the last device message delivered on an
+	// availability topic whatever its session (presence tied to live
+	// connections: a re-imaged device's session 1 follows session 9).
+	latestWins bool
+	wake       chan struct{}
+	down       bool
 }
 
 // availNote is one availability message as delivered: seq numbers it
@@ -62,7 +67,8 @@ func (b *inbox) putState(m broker.Message, isAvailability bool) {
 		b.noteAvailabilityLocked(m)
 	}
 	old, pending := b.latest[m.Topic]
-	if pending && isAvailability && (sessionOf(m) < sessionOf(old) || isRepublish(m) && !isRepublish(old)) {
+	older := sessionOf(m) < sessionOf(old) && !b.latestWins
+	if pending && isAvailability && (older || isRepublish(m) && !isRepublish(old)) {
 		return // old's processing queues the device's Reconcile, which compares lastAvail
 	}
 	if !pending {
@@ -112,6 +118,20 @@ func (b *inbox) putEvent(m broker.Message) {
 	b.signal()
 }
 
+// putCheck asks the inbox goroutine to check dev's presence.
+func (b *inbox) putCheck(dev string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down {
+		return
+	}
+	if b.checks == nil {
+		b.checks = map[string]bool{}
+	}
+	b.checks[dev] = true
+	b.signal()
+}
+
 func (b *inbox) signal() {
 	select {
 	case b.wake <- struct{}{}:
@@ -121,15 +141,18 @@ func (b *inbox) signal() {
 
 // take returns everything queued, state messages in arrival order of their
 // topics, then events.
-func (b *inbox) take() (state, events []broker.Message, dropped int) {
+func (b *inbox) take() (state, events []broker.Message, checks []string, dropped int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range b.order {
 		state = append(state, b.latest[t])
 	}
+	for dev := range b.checks {
+		checks = append(checks, dev)
+	}
 	events, dropped = b.events, b.dropped
-	b.order, b.latest, b.events, b.dropped = nil, map[string]broker.Message{}, nil, 0
-	return state, events, dropped
+	b.order, b.latest, b.events, b.checks, b.dropped = nil, map[string]broker.Message{}, nil, nil, 0
+	return state, events, checks, dropped
 }
 
 func (b *inbox) shutDown() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chorus-edge/chorus/broker"
@@ -180,6 +181,9 @@ func toWire(d fleet.Desired) (desired.Doc, error) {
 //     started with and the skill is reported loaded at the rollout's version;
 //     failed: it is reported failed or invalid at that version (reason: its
 //     error), or the desired document no longer asks for that version;
+//     installed but waiting for a requirement the device lacks (waiting,
+//     with waiting_for) succeeded, with the reason "installed, waiting for
+//     internet" (docs/rollouts.md);
 //   - uninstall succeeded: applied_version ≥ that desired version and the
 //     skill is absent (or no longer fleet-managed).
 //
@@ -228,6 +232,16 @@ func verdict(r *fleet.Rollout, doc fleet.Desired, rep state.Skills, start int64)
 	switch s.State {
 	case stateLoaded:
 		return fleet.ExecSucceeded, "", true
+	case stateWaiting:
+		// docs/rollouts.md: installed and gated by a requirement the device
+		// lacks now (internet, gui...) is OVOS's normal operation, not a
+		// failure: the install succeeded, and the reason says what it waits
+		// for. A skill not yet passed over (waiting for nothing) is judged
+		// at a later report.
+		if len(s.WaitingFor) == 0 {
+			return "", "", false
+		}
+		return fleet.ExecSucceeded, truncate(fleet.ReasonInstalledWait+" "+strings.Join(s.WaitingFor, ", "), 1024), true
 	case stateFailed, stateInvalid:
 		reason := s.Error
 		if reason == "" {
@@ -287,6 +301,7 @@ func (c *Controller) forget(id string) {
 	c.pubMu.Unlock()
 	c.queue.Forget(id)
 	c.repairs.forget(id)
+	c.live.forget(id)
 	c.gw.forget(id)
 	c.births.forget(id)
 	if t, err := topic.Availability(id); err == nil {

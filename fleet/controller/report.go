@@ -13,6 +13,7 @@ import (
 // Skill states of the skills topic that the reconciler acts on.
 const (
 	stateLoaded  = state.Loaded
+	stateWaiting = state.Waiting
 	stateFailed  = state.Failed
 	stateInvalid = state.Invalid
 )

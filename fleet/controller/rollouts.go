@@ -23,14 +23,19 @@ func (c *Controller) CreateRollout(ctx context.Context, actor string, r *fleet.R
 	return c.store.GetRollout(ctx, in.ID)
 }
 
-// GetRollout returns a rollout and its executions.
+// GetRollout returns a rollout and its executions; each queued execution
+// says why it has not started (Reason, and Blocked when it cannot until
+// something outside the rollout changes: docs/rollouts.md).
 func (c *Controller) GetRollout(ctx context.Context, id int64) (*fleet.Rollout, []*fleet.Execution, error) {
 	r, err := c.store.GetRollout(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{RolloutID: id})
-	return r, execs, err
+	if err != nil {
+		return r, execs, err
+	}
+	return r, execs, c.explain(ctx, r, execs)
 }
 
 // ListRollouts returns the rollouts f selects, newest first.
@@ -79,7 +84,12 @@ func (c *Controller) AbortRollout(ctx context.Context, actor string, id int64, r
 }
 
 func (c *Controller) setRolloutState(ctx context.Context, actor string, id int64, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
-	r, err := c.store.UpdateRolloutState(ctx, id, to, reason)
+	return c.moveRollout(ctx, actor, id, "", to, reason)
+}
+
+// moveRollout is setRolloutState from one state only (any when from is "").
+func (c *Controller) moveRollout(ctx context.Context, actor string, id int64, from, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
+	r, err := c.store.UpdateRolloutState(ctx, id, from, to, reason)
 	if err != nil {
 		return nil, err
 	}

@@ -3,11 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
-	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/gateway/bridge"
 	"github.com/chorus-edge/chorus/gateway/bus"
@@ -175,27 +172,8 @@ func (c *Controller) RelayStats() bridge.Stats {
 // run on the publisher's goroutine; the relay only queues there.
 type brokerTransport struct{ b Broker }
 
-func (t brokerTransport) Publish(_ context.Context, p bus.Packet) error {
-	m := broker.Message{Topic: p.Topic, Payload: p.Payload, QoS: p.QoS, Retain: p.Retain,
-		ContentType: p.ContentType, ResponseTopic: p.ResponseTopic, CorrelationData: p.CorrelationData,
-		MessageExpiry: p.MessageExpiry}
-	for _, k := range slices.Sorted(maps.Keys(p.User)) {
-		m.User = append(m.User, broker.UserProperty{Key: k, Value: p.User[k]})
-	}
-	return t.b.Publish(m)
-}
+func (t brokerTransport) Publish(_ context.Context, p bus.Packet) error { return t.b.Publish(p) }
 
 func (t brokerTransport) Subscribe(_ context.Context, filter string, h func(bus.Packet)) (func(), error) {
-	return t.b.Subscribe(filter, func(m broker.Message) {
-		p := bus.Packet{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain,
-			ContentType: m.ContentType, ResponseTopic: m.ResponseTopic, CorrelationData: m.CorrelationData,
-			MessageExpiry: m.MessageExpiry}
-		if len(m.User) > 0 {
-			p.User = make(map[string]string, len(m.User))
-			for _, u := range m.User {
-				p.User[u.Key] = u.Value
-			}
-		}
-		h(p)
-	})
+	return t.b.Subscribe(filter, h)
 }

@@ -41,7 +41,7 @@ func (c *Controller) subscribe() error {
 // runInbox is the one goroutine that applies broker messages to the store.
 func (c *Controller) runInbox() {
 	for range c.inbox.wake {
-		state, events, dropped := c.inbox.take()
+		state, events, checks, dropped := c.inbox.take()
 		if dropped > 0 {
 			c.log.Warn("inbox full: bus events dropped", "dropped", dropped)
 		}
@@ -50,6 +50,9 @@ func (c *Controller) runInbox() {
 		}
 		for _, m := range events {
 			c.applyInstallFailed(c.ctx, m)
+		}
+		for _, dev := range checks {
+			c.checkPresence(c.ctx, dev)
 		}
 	}
 }
@@ -106,6 +109,17 @@ func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker
 		return err
 	}
 	p := fleet.Presence{Online: online, Session: sessionOf(m), At: c.cfg.Now()}
+	if c.live.on() {
+		if skip := c.judgeLive(dev, p); skip {
+			return nil
+		}
+		p.Force = true
+		// An offline of a connection that is gone (its Will, 5 s later):
+		// the device was last heard when the connection closed.
+		if t := c.live.lostAt(dev); !p.Online && !t.IsZero() && !c.live.connected(dev) {
+			p.At = t
+		}
+	}
 	applied, err := c.store.UpdatePresence(ctx, dev, p)
 	if err == nil && !applied {
 		c.log.Debug("stale availability ignored", "device", dev, "session", p.Session)
@@ -119,14 +133,49 @@ func (c *Controller) applyAvailability(ctx context.Context, dev string, m broker
 	return err
 }
 
+// judgeLive decides a device's own availability message with presence tied
+// to live connections (liveness.go); skip means it is not applied.
+func (c *Controller) judgeLive(dev string, p fleet.Presence) (skip bool) {
+	live := c.live.connected(dev)
+	cur, known := c.repairs.presenceOf(dev)
+	switch {
+	case p.Online && !live:
+		// The retained "online" of a connection that is gone (a gateway
+		// restart): the grace check marks the device offline unless it
+		// reconnects. Not a sign of life: LAST SEEN stays.
+		c.log.Debug("online of a connection that is gone ignored", "device", dev, "session", p.Session)
+		c.queue.Add(dev)
+		return true
+	case !p.Online && live && !(known && cur.Session == p.Session):
+		c.log.Info("late offline ignored: the device holds a live connection", "device", dev, "session", p.Session)
+		c.queue.Add(dev) // availability restates the live presence (lateWill)
+		return true
+	}
+	return false
+}
+
 func (c *Controller) applyBirth(ctx context.Context, dev string, payload []byte) error {
 	b, err := parseBirth(payload)
 	if err != nil {
 		return err
 	}
-	applied, err := c.store.UpdateBirth(ctx, dev, fleet.Birth{Session: b.Session, AgentVersion: b.AgentVersion, At: c.cfg.Now()})
+	info := BirthInfo{Hostname: b.Hostname, Arch: b.Arch, Isolation: b.Isolation, Websocket: b.Websocket}
+	force := false
+	if c.live.on() {
+		if !c.live.connected(dev) {
+			// The retained birth of a connection that is gone (a gateway
+			// restart): its details, but not a sign of life (LAST SEEN).
+			if _, err := c.store.GetDevice(ctx, dev); err != nil {
+				return err
+			}
+			c.births.setIfAbsent(dev, info)
+			return nil
+		}
+		force = true // the live connection's birth, whatever its session
+	}
+	applied, err := c.store.UpdateBirth(ctx, dev, fleet.Birth{Session: b.Session, AgentVersion: b.AgentVersion, At: c.cfg.Now(), Force: force})
 	if err == nil && applied {
-		c.births.set(dev, BirthInfo{Hostname: b.Hostname, Arch: b.Arch, Isolation: b.Isolation, Websocket: b.Websocket})
+		c.births.set(dev, info)
 	}
 	return err
 }

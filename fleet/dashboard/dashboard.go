@@ -87,9 +87,11 @@ type Enrolments interface {
 
 // Pending is one device waiting for an operator's accept or reject.
 type Pending struct {
-	ID        string
+	ID        string // the pending enrolment's id
+	Device    string // the device id it asks for
 	Address   string
 	Requested time.Time
+	Accepted  bool // accepted; waits for its agent to collect its credentials
 }
 
 // Config configures a Dashboard. Fleet and Subscribe are required.

@@ -66,6 +66,7 @@ type skillRow struct {
 	Reported string
 	State    string
 	Error    string
+	Output   []string // a failed skill's last output lines, as the agent reported them
 }
 
 type deviceData struct {
@@ -138,7 +139,7 @@ func skillRows(want fleet.Desired, reported []state.Skill) []skillRow {
 			sr = &skillRow{ID: s.ID}
 			byID[s.ID] = sr
 		}
-		sr.Reported, sr.State, sr.Error = s.Version, string(s.State), s.Error
+		sr.Reported, sr.State, sr.Error, sr.Output = s.Version, string(s.State), s.Error, s.Output
 	}
 	out := make([]skillRow, 0, len(byID))
 	for _, sr := range byID {

@@ -13,6 +13,8 @@ func FuzzRolloutForm(f *testing.F) {
 	f.Add("action=install&target=tags&targets=kitchen+hall&canary=1&timeout=90s")
 	f.Add("action=uninstall&target=devices&targets=pi-1,pi-2&max_in_flight=5&failure_threshold_pct=20&min_executed=3")
 	f.Add("action=install&target=all&failure_threshold_pct=NaN")
+	f.Add("action=install&target=all&rate=10&deadline=2h")
+	f.Add("action=install&target=all&rate=-3")
 	f.Add("action=install&target=tags&targets=")
 	f.Add("action=remove&target=all")
 	f.Fuzz(func(t *testing.T, body string) {

@@ -100,12 +100,22 @@ func parseRolloutForm(form url.Values) (*fleet.Rollout, error) {
 		}
 		ro.FailureThresholdPct = p
 	}
-	if raw := strings.TrimSpace(form.Get("timeout")); raw != "" {
-		t, err := time.ParseDuration(raw)
-		if err != nil {
-			return nil, fleet.Errorf(fleet.EINVALID, "timeout %q: want a duration such as 10m", raw)
+	durations := []struct {
+		field, what string
+		into        *time.Duration
+	}{{"timeout", "timeout per device", &ro.Timeout}, {"deadline", "deadline", &ro.Deadline}}
+	for _, f := range durations {
+		if raw := strings.TrimSpace(form.Get(f.field)); raw != "" {
+			t, err := time.ParseDuration(raw)
+			if err != nil {
+				return nil, fleet.Errorf(fleet.EINVALID, "%s %q: want a duration such as 10m", f.what, raw)
+			}
+			*f.into = t
 		}
-		ro.Timeout = t
+	}
+	var err error
+	if ro.RatePerMin, err = fleet.ParseRate(form.Get("rate")); err != nil {
+		return nil, err
 	}
 	return ro, ro.Strategy.Validate()
 }
@@ -208,19 +218,17 @@ func (d *Dashboard) rollout(w http.ResponseWriter, r *http.Request, ss session) 
 	d.render(w, r, "rollout", ss, page{Title: "Rollout " + itoa64(id), Nav: "rollouts", Watch: "rollout/" + itoa64(id) + " device/", Data: data})
 }
 
-// why is an execution's reason; a queued or in-progress one whose device
-// is offline says since when (the time is shown in the browser's zone).
+// why is an execution's reason (the controller's: why it ended, or why an
+// unfinished one waits); a queued or in-progress one whose device is
+// offline says since when, the time shown in the browser's zone.
 func (d *Dashboard) why(e *fleet.Execution) (string, time.Time) {
-	if e.Reason != "" {
-		return e.Reason, time.Time{}
-	}
 	if e.State != fleet.ExecQueued && e.State != fleet.ExecInProgress {
-		return "", time.Time{}
+		return e.Reason, time.Time{}
 	}
 	online, r := d.view.presence(e.DeviceID)
 	switch {
 	case r == nil || online:
-		return "", time.Time{}
+		return e.Reason, time.Time{}
 	case r.LastSeen.IsZero():
 		return "device never connected", time.Time{}
 	}

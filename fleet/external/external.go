@@ -8,8 +8,6 @@ package external
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -38,14 +36,14 @@ func New(t bus.Transport) *Adapter { return &Adapter{t: t} }
 func (a *Adapter) Publish(m broker.Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
 	defer cancel()
-	return a.t.Publish(ctx, toPacket(m))
+	return a.t.Publish(ctx, m)
 }
 
 // Subscribe subscribes filter; handler gets every matching delivery.
 func (a *Adapter) Subscribe(filter string, handler func(broker.Message)) (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
 	defer cancel()
-	return a.t.Subscribe(ctx, filter, func(p bus.Packet) { handler(toMessage(p)) })
+	return a.t.Subscribe(ctx, filter, handler)
 }
 
 // SetTable records t for exports and the HTTP auth decisions.
@@ -53,26 +51,3 @@ func (a *Adapter) SetTable(t *broker.Table) { a.table.Store(t) }
 
 // Table returns the last table the controller set, or nil.
 func (a *Adapter) Table() *broker.Table { return a.table.Load() }
-
-func toPacket(m broker.Message) bus.Packet {
-	p := bus.Packet{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain,
-		ContentType: m.ContentType, ResponseTopic: m.ResponseTopic, CorrelationData: m.CorrelationData,
-		MessageExpiry: m.MessageExpiry}
-	if len(m.User) > 0 {
-		p.User = make(map[string]string, len(m.User))
-		for _, u := range m.User {
-			p.User[u.Key] = u.Value
-		}
-	}
-	return p
-}
-
-func toMessage(p bus.Packet) broker.Message {
-	m := broker.Message{Topic: p.Topic, Payload: p.Payload, QoS: p.QoS, Retain: p.Retain,
-		ContentType: p.ContentType, ResponseTopic: p.ResponseTopic, CorrelationData: p.CorrelationData,
-		MessageExpiry: p.MessageExpiry}
-	for _, k := range slices.Sorted(maps.Keys(p.User)) {
-		m.User = append(m.User, broker.UserProperty{Key: k, Value: p.User[k]})
-	}
-	return m
-}

@@ -132,20 +132,20 @@ func TestAdapter(t *testing.T) {
 	ft := &fakeTransport{}
 	a := New(ft)
 	err := a.Publish(broker.Message{Topic: "chorus/v1/pi-1/desired", Payload: []byte("{}"), QoS: 1, Retain: true,
-		ContentType: "application/json", User: []broker.UserProperty{{Key: "k", Value: "v"}}})
+		ContentType: "application/json", User: broker.UserProperties{{Key: "k", Value: "v"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := ft.pubs[0]
-	if p.Topic != "chorus/v1/pi-1/desired" || !p.Retain || p.QoS != 1 || p.ContentType != "application/json" || p.User["k"] != "v" {
+	if p.Topic != "chorus/v1/pi-1/desired" || !p.Retain || p.QoS != 1 || p.ContentType != "application/json" || p.User.Get("k") != "v" {
 		t.Fatalf("published %+v", p)
 	}
 	var got broker.Message
 	if _, err := a.Subscribe("chorus/v1/+/skills", func(m broker.Message) { got = m }); err != nil {
 		t.Fatal(err)
 	}
-	ft.subs["chorus/v1/+/skills"](bus.Packet{Topic: "chorus/v1/pi-1/skills", Payload: []byte("x"), Retain: true, User: map[string]string{"b": "2", "a": "1"}})
-	if got.Topic != "chorus/v1/pi-1/skills" || !got.Retain || len(got.User) != 2 || got.User[0].Key != "a" {
+	ft.subs["chorus/v1/+/skills"](bus.Packet{Topic: "chorus/v1/pi-1/skills", Payload: []byte("x"), Retain: true, User: broker.UserProperties{{Key: "b", Value: "2"}, {Key: "a", Value: "1"}}})
+	if got.Topic != "chorus/v1/pi-1/skills" || !got.Retain || len(got.User) != 2 || got.User[0].Key != "b" { // in the order sent
 		t.Fatalf("delivered %+v", got)
 	}
 	if a.Table() != nil {

@@ -103,6 +103,7 @@ type request struct {
 	raw          io.Reader
 	rawType      string
 	out          any
+	bearer       string // sent instead of the operator token (a join poll secret)
 }
 
 func (c *Client) do(ctx context.Context, r request) error {
@@ -160,7 +161,10 @@ func (c *Client) newRequest(ctx context.Context, r request) (*http.Request, erro
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.ua)
-	if c.token != "" {
+	switch {
+	case r.bearer != "":
+		req.Header.Set("Authorization", "Bearer "+r.bearer)
+	case c.token != "":
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	return req, nil

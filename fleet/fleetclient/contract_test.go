@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -138,6 +139,7 @@ func TestContract(t *testing.T) {
 	k.health()
 	pass := k.devices()
 	k.access()
+	k.enrolment()
 	hello := k.skills()
 	k.deviceEndpoints(hello, pass)
 	k.rollouts(hello)
@@ -242,6 +244,69 @@ func (k *contract) access() {
 	}
 }
 
+// enrolment drives join tokens: create, list, join (pending, with a client
+// that has no operator token), poll, pending list, accept, collect, reject
+// and revoke.
+func (k *contract) enrolment() {
+	t, c, ctx := k.t, k.c, k.ctx
+	created, err := c.CreateJoinToken(ctx, api.CreateJoinTokenRequest{Tags: []string{"hall"}, Uses: 2, TTLSeconds: 600})
+	k.call("CreateJoinToken", err)
+	tok, perr := api.ParseJoinToken(created.Text)
+	if perr != nil || tok.URL != k.base || tok.ID != created.Token.ID || created.Token.Uses != 2 || created.Token.Approve ||
+		!slices.Equal(created.Token.Tags, []string{"hall"}) || created.Token.ExpiresAt.IsZero() {
+		t.Fatalf("CreateJoinToken = %+v (text %v)", created, perr)
+	}
+	ts, err := c.JoinTokens(ctx)
+	k.call("JoinTokens", err)
+	if len(ts) != 1 || ts[0].ID != tok.ID || ts[0].Used != 0 {
+		t.Errorf("JoinTokens = %+v", ts)
+	}
+	anon, err := fleetclient.New(fleetclient.Config{BaseURL: k.base, HTTPClient: &http.Client{Transport: k.rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr, err := anon.Join(ctx, api.JoinRequest{Token: tok.ID, Secret: tok.Secret, Device: "pi-j"})
+	k.call("Join", err)
+	if jr.Status != api.JoinPending || jr.Pending == nil || jr.Credentials != nil {
+		t.Fatalf("Join = %+v", jr)
+	}
+	pr, err := anon.PollJoin(ctx, *jr.Pending)
+	k.call("PollJoin", err)
+	if pr.Status != api.JoinPending {
+		t.Errorf("PollJoin while pending = %+v", pr)
+	}
+	ps, err := c.PendingDevices(ctx)
+	k.call("PendingDevices", err)
+	if len(ps) != 1 || ps[0].ID != jr.Pending.ID || ps[0].DeviceID != "pi-j" || ps[0].TokenID != tok.ID || ps[0].Accepted {
+		t.Errorf("PendingDevices = %+v", ps)
+	}
+	d, err := c.AcceptPending(ctx, jr.Pending.ID)
+	k.call("AcceptPending", err)
+	if d.ID != "pi-j" || !slices.Equal(d.Tags, []string{"hall"}) {
+		t.Errorf("AcceptPending = %+v", d)
+	}
+	if pr, err = anon.PollJoin(ctx, *jr.Pending); err != nil || pr.Status != api.JoinAccepted || pr.Credentials == nil || pr.Credentials.Device != "pi-j" {
+		t.Errorf("PollJoin after accept = %+v, %v", pr, err)
+	}
+	jr2, err := anon.Join(ctx, api.JoinRequest{Token: tok.ID, Secret: tok.Secret, Device: "pi-k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.call("RejectPending", c.RejectPending(ctx, jr2.Pending.ID))
+	if _, err := anon.PollJoin(ctx, *jr2.Pending); !fleetclient.IsCode(err, api.CodeNotFound) {
+		t.Errorf("PollJoin after reject: %v", err)
+	}
+	rt, err := c.RevokeJoinToken(ctx, tok.ID)
+	k.call("RevokeJoinToken", err)
+	if rt.ID != tok.ID || rt.RevokedAt.IsZero() || rt.Used != 2 {
+		t.Errorf("RevokeJoinToken = %+v", rt)
+	}
+	if _, err := anon.Join(ctx, api.JoinRequest{Token: tok.ID, Secret: tok.Secret, Device: "pi-l"}); !fleetclient.IsCode(err, api.CodeInvalid) {
+		t.Errorf("Join with a revoked token: %v", err)
+	}
+	k.call("RemoveDevice", c.RemoveDevice(ctx, "pi-j"))
+}
+
 // skills publishes hello.chorus 1.0.0 and 1.1.0 and returns 1.1.0.
 func (k *contract) skills() fleet.SkillVersion {
 	t, c, ctx := k.t, k.c, k.ctx
@@ -303,10 +368,12 @@ func (k *contract) deviceEndpoints(v fleet.SkillVersion, pass string) {
 func (k *contract) rollouts(v fleet.SkillVersion) {
 	t, c, ctx := k.t, k.c, k.ctx
 	r, err := c.CreateRollout(ctx, api.RolloutRequest{SkillID: v.SkillID, Version: v.Version, Action: fleet.RolloutInstall,
-		Targets:  []fleet.Target{fleet.DeviceTarget("pi-2")},
-		Strategy: api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute)}})
+		Targets: []fleet.Target{fleet.DeviceTarget("pi-2")},
+		Strategy: api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute),
+			Deadline: api.Duration(time.Hour), RatePerMin: 8, RampBasePerMin: 2, RampEvery: api.Duration(30 * time.Second)}})
 	k.call("CreateRollout", err)
-	want := api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute)}
+	want := api.Strategy{Canary: 1, MaxInFlight: 2, FailureThresholdPct: 50, MinExecuted: 1, Timeout: api.Duration(10 * time.Minute),
+		Deadline: api.Duration(time.Hour), RatePerMin: 8, RampBasePerMin: 2, RampEvery: api.Duration(30 * time.Second)}
 	if r.ID == 0 || r.Action != fleet.RolloutInstall || r.Strategy != want || r.CreatedBy != "operator" || r.Counts.Total() != 1 {
 		t.Fatalf("CreateRollout = %+v", r)
 	}
@@ -314,6 +381,20 @@ func (k *contract) rollouts(v fleet.SkillVersion) {
 	k.call("Rollout", err)
 	if len(d.Executions) != 1 || d.Executions[0].DeviceID != "pi-2" || !d.Executions[0].Canary || d.Executions[0].RolloutID != r.ID {
 		t.Errorf("Rollout executions = %+v, want pi-2 as the canary", d.Executions)
+	}
+	// pi-2 never connected: its execution says so and is blocked, so a
+	// wait for what online devices can do is over at once.
+	if x := d.Executions[0]; x.State != fleet.ExecQueued || x.Reason != "offline" || !x.Blocked || !d.Settled() {
+		t.Errorf("pi-2 offline: %+v, settled %v", x, d.Settled())
+	}
+	if s, err := c.WaitRollout(ctx, r.ID, fleetclient.WaitOptions{Interval: 10 * time.Millisecond, Until: api.RolloutDetail.Settled}); err != nil ||
+		s.Rollout.Terminal() || len(s.Unfinished()) != 1 {
+		t.Errorf("WaitRollout until settled = %+v, %v", s, err)
+	}
+	_, err = c.CreateRollout(ctx, api.RolloutRequest{SkillID: v.SkillID, Action: fleet.RolloutInstall,
+		Targets: []fleet.Target{fleet.DeviceTarget("pi-2")}, Strategy: api.Strategy{RatePerMin: -1}})
+	if fe := (*fleetclient.Error)(nil); !errors.As(err, &fe) || fe.Code != api.CodeInvalid || !strings.Contains(fe.Message, "rate -1/min: must not be negative") {
+		t.Errorf("negative rate: %v", err)
 	}
 	p, err := c.PauseRollout(ctx, r.ID)
 	k.call("PauseRollout", err)

@@ -35,10 +35,15 @@ func (m *Main) startFleet(ctx context.Context, accounts []broker.Account, device
 		}
 	}
 	m.exports = m.newExporter()
+	var conns controller.Connections
+	if m.broker != nil { // an external broker's connections are not seen: presence follows its messages
+		conns = m.broker
+	}
 	m.fleet, err = controller.New(controller.Config{
+		Connections: conns, PresenceGrace: cfg.Presence.Grace.Duration(),
 		Store: m.store, Broker: m.controllerBroker(), LocalAccounts: accounts,
 		ArtifactDir: filepath.Join(cfg.DataDir, "artifacts"), ValidateSkill: m.cfg.ValidateSkill,
-		MQTTURL: m.up.MQTTURL, ServerURL: m.up.HTTPURL, Logger: m.log.With("component", "fleet"), BrokerStats: m.brokerStats(),
+		MQTTURL: m.up.AdvertiseMQTTURL, ServerURL: m.up.AdvertiseHTTPURL, JoinCAPin: m.joinPin, Logger: m.log.With("component", "fleet"), BrokerStats: m.brokerStats(),
 		HomeAssistant: controller.HomeAssistant{Disabled: !cfg.HomeAssistant.Enabled, Prefix: cfg.HomeAssistant.Prefix, Version: m.cfg.Version},
 		Bridge: controller.Bridge{Twins: cfg.Bridge.Twins, TwinsByDevice: cfg.Bridge.TwinsByDevice,
 			Grace: cfg.Bridge.Grace.Duration(), Hold: cfg.Bridge.Hold, Rate: cfg.Bridge.Rate, Burst: cfg.Bridge.Burst},

@@ -8,7 +8,9 @@ package gatewayd
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +27,8 @@ import (
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/advertise"
+	"github.com/chorus-edge/chorus/gateway/dirlock"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -46,6 +50,9 @@ type Config struct {
 	ValidateSkill func(dir string) (controller.SkillInfo, error)
 	Version       string // on /healthz and in Home Assistant's discovery
 	Logger        *slog.Logger
+	// Host is what advertised addresses are derived from when none is
+	// configured (gateway/advertise); the zero value reads this host.
+	Host advertise.Host
 }
 
 func (c *Config) setDefaults() {
@@ -78,6 +85,8 @@ type Main struct {
 	dash    *dashboard.Dashboard
 	http    *httpapi.Server
 	up      configs.Up
+	lock    *dirlock.Lock // the data dir's, released last by Close
+	joinPin string        // the TLS pin join tokens carry (joinPin)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -107,7 +116,16 @@ func (m *Main) run(ctx context.Context) error {
 	if m.cfg.External != nil {
 		device = ""
 	}
+	// One process per data dir (issue 16): a second gateway would rewrite
+	// up.json and share the broker store and fleet.db with this one.
+	what := "chorus gateway"
+	if m.cfg.LocalDevice != "" {
+		what = "chorus up"
+	}
 	var err error
+	if m.lock, err = dirlock.Acquire(cfg.DataDir, what); err != nil {
+		return err
+	}
 	if m.local, err = localauth.LoadOrCreate(cfg.DataDir, device); err != nil {
 		return err
 	}
@@ -123,6 +141,11 @@ func (m *Main) run(ctx context.Context) error {
 		return err
 	}
 	m.up = configs.Up{MQTTURL: m.mqttURL(), HTTPURL: httpURL(ln, tlsCfg), Observer: m.local.Observer, Operator: m.local.Operator}
+	if m.up.AdvertiseMQTTURL, m.up.AdvertiseHTTPURL, err = m.advertised(ln, tlsCfg); err != nil {
+		ln.Close()
+		return err
+	}
+	m.joinPin = joinPin(tlsCfg)
 	if err := m.startFleet(ctx, accounts, device); err != nil {
 		ln.Close()
 		return err
@@ -223,6 +246,19 @@ func httpURL(ln net.Listener, tlsCfg *tls.Config) string {
 		return "https://" + ln.Addr().String()
 	}
 	return "http://" + ln.Addr().String()
+}
+
+// joinPin is the SHA-256 (hex) of the last certificate of the chain the
+// HTTP server presents: the CA when http.tls.cert_file holds the chain
+// (server.pem followed by ca.pem), else the server certificate itself
+// (docs/security.md, "Join tokens"). Empty without TLS.
+func joinPin(tlsCfg *tls.Config) string {
+	if tlsCfg == nil || len(tlsCfg.Certificates) == 0 || len(tlsCfg.Certificates[0].Certificate) == 0 {
+		return ""
+	}
+	chain := tlsCfg.Certificates[0].Certificate
+	sum := sha256.Sum256(chain[len(chain)-1])
+	return hex.EncodeToString(sum[:])
 }
 
 func (m *Main) startHTTP(ln net.Listener, tlsCfg *tls.Config) error {
@@ -332,6 +368,7 @@ func (m *Main) close() error {
 	case m.broker != nil:
 		errs = append(errs, m.broker.Close())
 	}
+	errs = append(errs, m.lock.Release())
 	return errors.Join(errs...)
 }
 
@@ -360,6 +397,31 @@ func (m *Main) newDashboard(secure bool) (*dashboard.Dashboard, error) {
 			b, ok := m.fleet.Birth(id)
 			return dashboard.Birth{Hostname: b.Hostname, Arch: b.Arch, Isolation: b.Isolation}, ok
 		},
-		Token: m.token, Secure: secure, Version: m.cfg.Version, Logger: m.log.With("component", "dashboard"),
+		Enrolments: enrolments{m.fleet},
+		Token:      m.token, Secure: secure, Version: m.cfg.Version, Logger: m.log.With("component", "dashboard"),
 	})
+}
+
+// enrolments is the dashboard's view of the controller's pending list.
+type enrolments struct{ c *controller.Controller }
+
+func (e enrolments) ListPending(ctx context.Context) ([]dashboard.Pending, error) {
+	ps, err := e.c.ListPending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dashboard.Pending, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, dashboard.Pending{ID: p.ID, Device: p.DeviceID, Address: p.Address, Requested: p.CreatedAt, Accepted: p.Accepted})
+	}
+	return out, nil
+}
+
+func (e enrolments) Accept(ctx context.Context, actor, id string) error {
+	_, err := e.c.AcceptPending(ctx, actor, id)
+	return err
+}
+
+func (e enrolments) Reject(ctx context.Context, actor, id string) error {
+	return e.c.RejectPending(ctx, actor, id)
 }

@@ -20,6 +20,7 @@ var statusOf = map[string]int{
 	api.CodeTooLarge:     http.StatusRequestEntityTooLarge,
 	api.CodeInternal:     http.StatusInternalServerError,
 	api.CodeUnavailable:  http.StatusServiceUnavailable,
+	api.CodeRateLimited:  http.StatusTooManyRequests,
 }
 
 // writeError answers err as {"error": {"code", "message"}}: fleet error

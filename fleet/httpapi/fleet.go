@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"time"
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
@@ -50,4 +51,13 @@ type Fleet interface {
 	ListSkillGrants(ctx context.Context) ([]*fleet.SkillGrant, error)
 	PutSkillGrant(ctx context.Context, actor string, g *fleet.SkillGrant) (*fleet.SkillGrant, error)
 	RemoveSkillGrant(ctx context.Context, actor, skill, device string) error
+
+	CreateJoinToken(ctx context.Context, actor string, tags []string, uses int, ttl time.Duration, approve bool) (fleet.IssuedJoinToken, error)
+	ListJoinTokens(ctx context.Context) ([]*fleet.JoinToken, error)
+	RevokeJoinToken(ctx context.Context, actor, id string) (*fleet.JoinToken, error)
+	Join(ctx context.Context, address, tokenID, secret, device string) (fleet.JoinResult, error)
+	PollJoin(ctx context.Context, id, secret string) (fleet.JoinResult, error)
+	ListPending(ctx context.Context) ([]*fleet.PendingDevice, error)
+	AcceptPending(ctx context.Context, actor, id string) (*fleet.Device, error)
+	RejectPending(ctx context.Context, actor, id string) error
 }

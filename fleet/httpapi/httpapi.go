@@ -55,15 +55,23 @@ type Config struct {
 	// UI serves every path no route above takes (fleet/dashboard at /);
 	// nil answers them 404.
 	UI http.Handler
+
+	// JoinRate and JoinBurst limit POST /v1/join and its polls per client
+	// address (zero: api.JoinRate and api.JoinBurst); Now is the limiter's
+	// clock (time.Now).
+	JoinRate  float64
+	JoinBurst int
+	Now       func() time.Time
 }
 
 // Server is a running HTTP server.
 type Server struct {
-	cfg  Config
-	ln   net.Listener
-	srv  *http.Server
-	wg   sync.WaitGroup
-	once sync.Once
+	cfg       Config
+	joinLimit *limiter
+	ln        net.Listener
+	srv       *http.Server
+	wg        sync.WaitGroup
+	once      sync.Once
 }
 
 // Start binds cfg.Listen and serves. A port in use is an error.
@@ -81,7 +89,13 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	s := &Server{cfg: cfg, ln: ln}
+	if cfg.JoinRate == 0 {
+		cfg.JoinRate = api.JoinRate
+	}
+	if cfg.JoinBurst == 0 {
+		cfg.JoinBurst = api.JoinBurst
+	}
+	s := &Server{cfg: cfg, ln: ln, joinLimit: newLimiter(cfg.JoinRate, cfg.JoinBurst, cfg.Now)}
 	s.srv = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,

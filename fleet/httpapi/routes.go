@@ -21,6 +21,15 @@ func (s *Server) fleetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/devices/{id}/tags", op(s.setTags))
 	mux.HandleFunc("POST /v1/devices/{id}/rotate", op(s.rotateDevice))
 
+	mux.HandleFunc("POST /v1/join-tokens", op(s.createJoinToken))
+	mux.HandleFunc("GET /v1/join-tokens", op(s.listJoinTokens))
+	mux.HandleFunc("DELETE /v1/join-tokens/{id}", op(s.revokeJoinToken))
+	mux.HandleFunc("POST /v1/join", s.limited(s.join))
+	mux.HandleFunc("POST /v1/join/{id}", s.limited(s.pollJoin))
+	mux.HandleFunc("GET /v1/pending-devices", op(s.listPending))
+	mux.HandleFunc("POST /v1/pending-devices/{id}/accept", op(s.acceptPending))
+	mux.HandleFunc("POST /v1/pending-devices/{id}/reject", op(s.rejectPending))
+
 	mux.HandleFunc("GET /v1/integrations", op(s.listIntegrations))
 	mux.HandleFunc("POST /v1/integrations", op(s.addIntegration))
 	mux.HandleFunc("DELETE /v1/integrations/{name}", op(s.removeIntegration))

@@ -189,7 +189,7 @@ func (db *DB) RotateDevice(ctx context.Context, id, secretHash string, skillKey 
 // message applied. An applied message raises BirthSession to its session and
 // sets LastSeen to p.At (the transaction's time when zero).
 func (db *DB) UpdatePresence(ctx context.Context, id string, p fleet.Presence) (bool, error) {
-	return db.updateSession(ctx, id, p.Session, func(tx *tx) error {
+	return db.updateSession(ctx, id, p.Session, p.Force, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET online = ?, birth_session = ?, last_seen = ? WHERE id = ?`,
 			p.Online, int64(p.Session), encTime(orNow(p.At, tx)), id)
 		return err
@@ -199,14 +199,14 @@ func (db *DB) UpdatePresence(ctx context.Context, id string, p fleet.Presence) (
 // UpdateBirth applies a birth payload unless its session is older than the
 // newest session seen. It does not change Online: availability does.
 func (db *DB) UpdateBirth(ctx context.Context, id string, b fleet.Birth) (bool, error) {
-	return db.updateSession(ctx, id, b.Session, func(tx *tx) error {
+	return db.updateSession(ctx, id, b.Session, b.Force, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET birth_session = ?, agent_version = ?, last_seen = ? WHERE id = ?`,
 			int64(b.Session), b.AgentVersion, encTime(orNow(b.At, tx)), id)
 		return err
 	})
 }
 
-func (db *DB) updateSession(ctx context.Context, id string, session uint64, apply func(*tx) error) (bool, error) {
+func (db *DB) updateSession(ctx context.Context, id string, session uint64, force bool, apply func(*tx) error) (bool, error) {
 	if err := fleet.ValidDeviceID(id); err != nil {
 		return false, err
 	}
@@ -220,7 +220,7 @@ func (db *DB) updateSession(ctx context.Context, id string, session uint64, appl
 		if err != nil {
 			return notFoundOr(err, "device %q not found", id)
 		}
-		if int64(session) < stored {
+		if int64(session) < stored && !force {
 			return nil // stale: a message of an older session (ARCHITECTURE.md §3)
 		}
 		applied = true

@@ -12,7 +12,7 @@ import (
 
 const (
 	rolloutColumns = `id, skill_id, version, action, targets, canary, max_in_flight, failure_threshold_pct,
-		min_executed, timeout_ns, state, reason, created_by, created_at, updated_at, started_at, finished_at FROM rollouts`
+		min_executed, timeout_ns, deadline_ns, rate_per_min, ramp_base_per_min, ramp_every_ns, state, reason, created_by, created_at, updated_at, started_at, finished_at FROM rollouts`
 	executionColumns = `rollout_id, device_id, state, reason, canary, attempts, superseded_by,
 		queued_at, started_at, finished_at, updated_at FROM executions`
 	activeStates = `('queued', 'in_progress')`
@@ -112,10 +112,11 @@ func insertRollout(ctx context.Context, tx *tx, r *fleet.Rollout) error {
 	r.State, r.Reason = fleet.RolloutQueued, ""
 	r.CreatedAt, r.UpdatedAt, r.StartedAt, r.FinishedAt = tx.now, tx.now, time.Time{}, time.Time{}
 	return tx.QueryRowContext(ctx, `INSERT INTO rollouts (skill_id, version, action, targets, canary, max_in_flight,
-		failure_threshold_pct, min_executed, timeout_ns, state, created_by, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		failure_threshold_pct, min_executed, timeout_ns, deadline_ns, rate_per_min, ramp_base_per_min, ramp_every_ns,
+		state, created_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		r.SkillID, r.Version, r.Action, targets, r.Canary, r.MaxInFlight, r.FailureThresholdPct, r.MinExecuted,
-		int64(r.Timeout), r.State, r.CreatedBy, encTime(tx.now), encTime(tx.now)).Scan(&r.ID)
+		int64(r.Timeout), int64(r.Deadline), r.RatePerMin, r.RampBasePerMin, int64(r.RampEvery), r.State, r.CreatedBy, encTime(tx.now), encTime(tx.now)).Scan(&r.ID)
 }
 
 // supersede cancels the unfinished executions of older rollouts of the same
@@ -202,13 +203,17 @@ func (db *DB) ListRollouts(ctx context.Context, f fleet.RolloutFilter) ([]*fleet
 }
 
 // UpdateRolloutState moves a rollout to another state if its state machine
-// allows it (ErrInvalid otherwise). Aborting or canceling it cancels its
-// unfinished executions in the same transaction.
-func (db *DB) UpdateRolloutState(ctx context.Context, id int64, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
+// allows it (ErrInvalid otherwise) and, with from set, only from that state
+// (ECONFLICT otherwise). Aborting or canceling it cancels its unfinished
+// executions in the same transaction.
+func (db *DB) UpdateRolloutState(ctx context.Context, id int64, from, to fleet.RolloutState, reason string) (*fleet.Rollout, error) {
 	var r *fleet.Rollout
 	err := db.write(ctx, func(tx *tx) (err error) {
 		if r, err = getRollout(ctx, tx, id); err != nil {
 			return err
+		}
+		if from != "" && r.State != from {
+			return fleet.Errorf(fleet.ECONFLICT, "rollout %d is %s, no longer %s: it changed meanwhile", id, r.State, from)
 		}
 		if !r.State.CanTransition(to) {
 			return fleet.Errorf(fleet.EINVALID, "rollout %d is %s: it cannot become %s", id, r.State, to)
@@ -271,11 +276,11 @@ func scanRollout(s scanner) (*fleet.Rollout, error) {
 	var (
 		r                                   fleet.Rollout
 		targets                             string
-		timeout                             int64
+		timeout, deadline, rampEvery        int64
 		created, updated, started, finished int64
 	)
 	err := s.Scan(&r.ID, &r.SkillID, &r.Version, &r.Action, &targets, &r.Canary, &r.MaxInFlight,
-		&r.FailureThresholdPct, &r.MinExecuted, &timeout, &r.State, &r.Reason, &r.CreatedBy,
+		&r.FailureThresholdPct, &r.MinExecuted, &timeout, &deadline, &r.RatePerMin, &r.RampBasePerMin, &rampEvery, &r.State, &r.Reason, &r.CreatedBy,
 		&created, &updated, &started, &finished)
 	if err != nil {
 		return nil, err
@@ -283,7 +288,7 @@ func scanRollout(s scanner) (*fleet.Rollout, error) {
 	if err := json.Unmarshal([]byte(targets), &r.Targets); err != nil {
 		return nil, err
 	}
-	r.Timeout = time.Duration(timeout)
+	r.Timeout, r.Deadline, r.RampEvery = time.Duration(timeout), time.Duration(deadline), time.Duration(rampEvery)
 	r.CreatedAt, r.UpdatedAt, r.StartedAt, r.FinishedAt = decTime(created), decTime(updated), decTime(started), decTime(finished)
 	return &r, nil
 }

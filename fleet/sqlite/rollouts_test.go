@@ -21,7 +21,7 @@ func mustRollout(tb testing.TB, db *sqlite.DB, r *fleet.Rollout) []*fleet.Execut
 
 func mustRolloutState(tb testing.TB, db *sqlite.DB, id int64, to fleet.RolloutState) *fleet.Rollout {
 	tb.Helper()
-	r, err := db.UpdateRolloutState(ctx, id, to, "")
+	r, err := db.UpdateRolloutState(ctx, id, "", to, "")
 	if err != nil {
 		tb.Fatalf("UpdateRolloutState(%d, %s): %v", id, to, err)
 	}
@@ -52,8 +52,9 @@ func TestCreateRollout(t *testing.T) {
 		}
 	}
 	r := &fleet.Rollout{SkillID: "weather", Action: fleet.RolloutInstall, CreatedBy: "operator:alice",
-		Targets:  []fleet.Target{fleet.TagTarget("kitchen"), fleet.DeviceTarget("pi-x"), fleet.DeviceTarget("pi-a")},
-		Strategy: fleet.Strategy{Canary: 3, MaxInFlight: 2, FailureThresholdPct: 25, MinExecuted: 2, Timeout: 5 * time.Minute}}
+		Targets: []fleet.Target{fleet.TagTarget("kitchen"), fleet.DeviceTarget("pi-x"), fleet.DeviceTarget("pi-a")},
+		Strategy: fleet.Strategy{Canary: 3, MaxInFlight: 2, FailureThresholdPct: 25, MinExecuted: 2, Timeout: 5 * time.Minute,
+			Deadline: time.Hour, RatePerMin: 40, RampBasePerMin: 5, RampEvery: 2 * time.Minute}}
 	es := mustRollout(t, db, r)
 	if r.ID == 0 || r.Version != "1.1.0" || r.State != fleet.RolloutQueued || !r.CreatedAt.Equal(c.Now()) {
 		t.Fatalf("rollout = %+v", r)
@@ -253,13 +254,20 @@ func TestExecutionLifecycle(t *testing.T) {
 
 	// Paused: nothing new starts.
 	mustRolloutState(t, db, r.ID, fleet.RolloutPaused)
+	// A move from a state the rollout has left (the engine read it in
+	// progress, an operator paused it since) is a conflict and changes nothing.
+	_, err = db.UpdateRolloutState(ctx, r.ID, fleet.RolloutInProgress, fleet.RolloutSucceeded, "")
+	wantCode(t, err, fleet.ECONFLICT)
+	if got, _ := db.GetRollout(ctx, r.ID); got.State != fleet.RolloutPaused {
+		t.Fatalf("after a conflicting move the rollout is %s, want paused", got.State)
+	}
 	_, err = db.TransitionExecution(ctx, r.ID, "pi2", fleet.ExecInProgress, "")
 	wantCode(t, err, fleet.EINVALID)
-	_, err = db.UpdateRolloutState(ctx, r.ID, fleet.RolloutSucceeded, "")
+	_, err = db.UpdateRolloutState(ctx, r.ID, "", fleet.RolloutSucceeded, "")
 	wantCode(t, err, fleet.EINVALID)
 
 	// Abort cancels what has not finished, and is final.
-	aborted, err := db.UpdateRolloutState(ctx, r.ID, fleet.RolloutAborted, "operator")
+	aborted, err := db.UpdateRolloutState(ctx, r.ID, "", fleet.RolloutAborted, "operator")
 	if err != nil || aborted.Reason != "operator" || aborted.FinishedAt.IsZero() ||
 		aborted.Counts[fleet.ExecCanceled] != 1 || aborted.Counts[fleet.ExecSucceeded] != 1 {
 		t.Fatalf("aborted = %+v, %v", aborted, err)
@@ -267,9 +275,9 @@ func TestExecutionLifecycle(t *testing.T) {
 	if e, _ := db.GetExecution(ctx, r.ID, "pi2"); e.State != fleet.ExecCanceled || e.Reason != fleet.ReasonRolloutAborted {
 		t.Fatalf("pi2 after abort = %+v", e)
 	}
-	_, err = db.UpdateRolloutState(ctx, r.ID, fleet.RolloutInProgress, "")
+	_, err = db.UpdateRolloutState(ctx, r.ID, "", fleet.RolloutInProgress, "")
 	wantCode(t, err, fleet.EINVALID)
-	_, err = db.UpdateRolloutState(ctx, 999, fleet.RolloutPaused, "")
+	_, err = db.UpdateRolloutState(ctx, 999, "", fleet.RolloutPaused, "")
 	wantCode(t, err, fleet.ENOTFOUND)
 }
 

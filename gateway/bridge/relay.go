@@ -175,7 +175,7 @@ func (r *Relay) Start(ctx context.Context) error {
 // What the relay published itself is ignored here, which is what keeps
 // relays and twins from looping.
 func (r *Relay) offer(p bus.Packet) {
-	if p.User[relayMarkerKey] == relayMarkerValue || !r.wants(p.Topic) {
+	if p.User.Get(relayMarkerKey) == relayMarkerValue || !r.wants(p.Topic) {
 		return
 	}
 	select {

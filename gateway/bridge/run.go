@@ -7,6 +7,7 @@ import (
 
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/mqttmsg"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -243,7 +244,7 @@ func (r *Relay) publish(dev string, m envelope.Message, corr []byte) bool {
 			err = r.cfg.Transport.Publish(context.Background(), bus.Packet{
 				Topic: name, Payload: payload, QoS: 1, ContentType: bus.ContentType,
 				MessageExpiry: r.expiry, CorrelationData: corr,
-				User: map[string]string{relayMarkerKey: relayMarkerValue},
+				User: mqttmsg.UserProperties{{Key: relayMarkerKey, Value: relayMarkerValue}},
 			})
 		}
 	}

@@ -37,7 +37,7 @@ func (s *satState) availability(p bus.Packet, now time.Time) (changed bool) {
 	if !online && string(p.Payload) != "offline" {
 		return false
 	}
-	sess, _ := strconv.ParseUint(p.User["session"], 10, 64)
+	sess, _ := strconv.ParseUint(p.User.Get("session"), 10, 64)
 	if sess < s.session {
 		return false
 	}

@@ -8,6 +8,10 @@ import (
 // ErrClosed is returned by operations on a closed Client or transport.
 var ErrClosed = errors.New("bus: closed")
 
+// ErrNotConnected is returned by a publish of a draining transport that has
+// no connection (MQTT.Drain).
+var ErrNotConnected = errors.New("bus: not connected to the broker (shutting down)")
+
 // ConnectError is a broker's refusal of CONNECT (CONNACK reason >= 0x80).
 type ConnectError struct {
 	URL    string // redacted

@@ -4,26 +4,31 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 
-	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
 // DefaultInlineQueueSize bounds the inline transport's dispatch queue.
 const DefaultInlineQueueSize = 1024
 
-// InlineTransport is a Transport over the embedded broker's in-process client.
+// InProcess is a broker's in-process client: the embedded broker
+// (*broker.Broker) provides it. Its handlers run on the publisher's
+// goroutine and must not block.
+type InProcess interface {
+	Publish(Packet) error
+	Subscribe(filter string, handler func(Packet)) (unsubscribe func(), err error)
+}
+
+// InlineTransport is a Transport over a broker's in-process client.
 // The broker runs inline handlers on the publisher's goroutine (a device's
 // connection, say), so each delivery is copied and queued, and handlers run
 // on the transport's own goroutine in arrival order. Inline publishes bypass
 // the broker's ACL (STYLE.md §8): the code using this transport enforces its
 // own policy.
 type InlineTransport struct {
-	b    *broker.Broker
+	b    InProcess
 	disp *dispatcher
 
 	// mu guards the fields below.
@@ -42,7 +47,7 @@ var _ Transport = (*InlineTransport)(nil)
 
 // Inline returns the in-process transport over b. Close it to remove its
 // subscriptions and stop its goroutine; the broker is not closed.
-func Inline(b *broker.Broker) *InlineTransport {
+func Inline(b InProcess) *InlineTransport {
 	return &InlineTransport{
 		b:    b,
 		disp: newDispatcher(DefaultInlineQueueSize, slog.New(slog.DiscardHandler)),
@@ -61,7 +66,7 @@ func (t *InlineTransport) Publish(ctx context.Context, p Packet) error {
 	if t.isClosed() {
 		return fmt.Errorf("publish %s: %w", p.Topic, ErrClosed)
 	}
-	return t.b.Publish(toBroker(p))
+	return t.b.Publish(p)
 }
 
 // Subscribe delivers every message matching filter to h, starting with the
@@ -79,8 +84,7 @@ func (t *InlineTransport) Subscribe(ctx context.Context, filter string, h func(P
 	}
 	t.subs[s] = struct{}{}
 	t.mu.Unlock()
-	unsub, err := t.b.Subscribe(filter, func(m broker.Message) {
-		p := fromBroker(m) // the broker already copied the payload
+	unsub, err := t.b.Subscribe(filter, func(p Packet) { // the broker already copied the payload
 		t.disp.offer(func() {
 			if s.active.Load() {
 				s.h(p)
@@ -150,31 +154,4 @@ func (t *InlineTransport) Close() error {
 	}
 	t.disp.close()
 	return nil
-}
-
-func toBroker(p Packet) broker.Message {
-	m := broker.Message{
-		Topic: p.Topic, Payload: p.Payload, QoS: p.QoS, Retain: p.Retain,
-		ContentType: p.ContentType, ResponseTopic: p.ResponseTopic,
-		CorrelationData: p.CorrelationData, MessageExpiry: p.MessageExpiry,
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.User)) {
-		m.User = append(m.User, broker.UserProperty{Key: k, Value: p.User[k]})
-	}
-	return m
-}
-
-func fromBroker(m broker.Message) Packet {
-	p := Packet{
-		Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain,
-		ContentType: m.ContentType, ResponseTopic: m.ResponseTopic,
-		CorrelationData: m.CorrelationData, MessageExpiry: m.MessageExpiry,
-	}
-	if len(m.User) > 0 {
-		p.User = make(map[string]string, len(m.User))
-		for _, u := range m.User {
-			p.User[u.Key] = u.Value
-		}
-	}
-	return p
 }

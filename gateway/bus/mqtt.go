@@ -26,6 +26,9 @@ const (
 	closeTimeout          = 5 * time.Second
 	backoffMin            = 500 * time.Millisecond
 	backoffMax            = 30 * time.Second
+	// DefaultUnreachableLogEvery is how often a broker that stays
+	// unreachable is logged again (the first failure is logged at once).
+	DefaultUnreachableLogEvery = 30 * time.Second
 )
 
 // MQTTConfig configures DialMQTT. Only URL is required.
@@ -57,6 +60,11 @@ type MQTTConfig struct {
 	// callback must not reach the transport through DialMQTT's result: use
 	// MQTTFromContext(ctx).
 	OnConnect func(ctx context.Context)
+
+	// UnreachableLogEvery rate-limits the WARN about a broker that cannot
+	// be reached: the first failed attempt is logged at once, then one line
+	// (with the count of attempts) at most this often. 0 = DefaultUnreachableLogEvery.
+	UnreachableLogEvery time.Duration
 }
 
 func (c *MQTTConfig) setDefaults() error {
@@ -78,6 +86,9 @@ func (c *MQTTConfig) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.UnreachableLogEvery <= 0 {
+		c.UnreachableLogEvery = DefaultUnreachableLogEvery
 	}
 	return nil
 }
@@ -114,6 +125,8 @@ type MQTT struct {
 
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc
+	drain     context.Context // cancelled by Drain: publishes stop waiting for a connection
+	stopWait  context.CancelFunc
 	ups       chan struct{} // connection-up signals, coalesced
 	ready     chan struct{} // closed after the first connection's restore and OnConnect
 	refused   chan error    // a permanent CONNACK refusal before ready
@@ -133,6 +146,10 @@ type MQTT struct {
 	nextID  uint64
 	closed  bool
 	lastErr error // the last connection error, for DialMQTT's timeout message
+	// failed counts the failed attempts since the last connection (or
+	// start); loggedAt is when the last of them was logged.
+	failed   int
+	loggedAt time.Time
 }
 
 var _ Transport = (*MQTT)(nil)
@@ -181,9 +198,10 @@ func DialMQTT(ctx context.Context, cfg MQTTConfig) (*MQTT, error) {
 
 func newMQTT(cfg MQTTConfig, u *url.URL) *MQTT {
 	ctx, cancel := context.WithCancel(context.Background())
+	drain, stopWait := context.WithCancel(ctx)
 	m := &MQTT{
 		cfg: cfg, url: u, log: cfg.Logger.With("mqtt", u.Redacted()),
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, drain: drain, stopWait: stopWait,
 		ups: make(chan struct{}, 1), ready: make(chan struct{}), refused: make(chan error, 1),
 		done: make(chan struct{}), onBroker: map[string]bool{},
 		subs: map[string]map[uint64]func(Packet){},
@@ -214,7 +232,7 @@ func (m *MQTT) clientConfig() autopaho.ClientConfig {
 		ReconnectBackoff:              exp, // attempt 0 waits 0
 		ConnectTimeout:                defaultConnectTimeout,
 		ConnectUsername:               c.Username,
-		OnConnectionUp:                func(*autopaho.ConnectionManager, *paho.Connack) { m.signalUp() },
+		OnConnectionUp:                func(*autopaho.ConnectionManager, *paho.Connack) { m.reached(); m.signalUp() },
 		OnConnectionDown:              m.onDown,
 		OnConnectError:                m.onConnectError,
 		ClientConfig: paho.ClientConfig{
@@ -281,22 +299,51 @@ func (m *MQTT) onConnectError(err error) {
 	if errors.As(err, &ce) {
 		err = &ConnectError{URL: m.url.Redacted(), Code: ce.ReasonCode, Reason: ce.Reason}
 	}
+	permanent := ce != nil && permanentRefusal(ce.ReasonCode)
 	m.mu.Lock()
 	m.lastErr = err
+	m.failed++
+	n, say := m.failed, m.loggedAt.IsZero() || time.Since(m.loggedAt) >= m.cfg.UnreachableLogEvery
+	if say {
+		m.loggedAt = time.Now()
+	}
 	m.mu.Unlock()
+	afterFirst := false // DialMQTT has returned
 	select {
 	case <-m.ready:
-		m.log.Warn("mqtt reconnect failed", "err", err)
-		return
+		afterFirst = true
 	default:
 	}
-	if ce != nil && permanentRefusal(ce.ReasonCode) {
+	switch {
+	case afterFirst && say:
+		m.log.Warn("mqtt reconnect failed; retrying", "broker", m.url.Redacted(), "error", err.Error(), "attempts", n)
+	case afterFirst:
+	case permanent: // DialMQTT fails with it, and its caller says so
 		select {
 		case m.refused <- err:
 		default:
 		}
+	case say:
+		m.log.Warn("cannot reach the MQTT broker; retrying", "broker", m.url.Redacted(), "error", err.Error(), "attempts", n)
 	}
 }
+
+// reached notes a connection after failed attempts and resets the count.
+func (m *MQTT) reached() {
+	m.mu.Lock()
+	n := m.failed
+	m.failed, m.loggedAt = 0, time.Time{}
+	m.mu.Unlock()
+	if n > 0 {
+		m.log.Info("reached the MQTT broker", "broker", m.url.Redacted(), "failed_attempts", n)
+	}
+}
+
+// Drain makes publishing fail at once, instead of waiting, while there is
+// no connection; a publish over a live connection goes on as before. A
+// process shutting down calls it first, so its last words are sent when the
+// broker is there and shutdown is not held up when it is not. Idempotent.
+func (m *MQTT) Drain() { m.stopWait() }
 
 // run owns the reaction to each (re)connection: restore the subscriptions,
 // then OnConnect.

@@ -11,6 +11,7 @@ import (
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/chorus-edge/chorus/gateway/mqttmsg"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -27,7 +28,7 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 		if m.isClosed() {
 			return fmt.Errorf("publish %s: %w", p.Topic, ErrClosed)
 		}
-		if err := m.cm.AwaitConnection(ctx); err != nil {
+		if err := m.awaitConnection(ctx); err != nil {
 			return fmt.Errorf("publish %s: waiting for the connection: %w", p.Topic, err)
 		}
 		resp, err := m.cm.Publish(ctx, pub)
@@ -44,6 +45,19 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 	}
 }
 
+// awaitConnection waits for a connection until ctx ends or Drain.
+func (m *MQTT) awaitConnection(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(m.drain, cancel)
+	defer stop()
+	err := m.cm.AwaitConnection(wctx)
+	if err != nil && ctx.Err() == nil && m.drain.Err() != nil {
+		return ErrNotConnected
+	}
+	return err
+}
+
 func toPaho(p Packet) *paho.Publish {
 	props := &paho.PublishProperties{
 		ContentType: p.ContentType, ResponseTopic: p.ResponseTopic,
@@ -56,10 +70,10 @@ func toPaho(p Packet) *paho.Publish {
 	return &paho.Publish{Topic: p.Topic, Payload: p.Payload, QoS: p.QoS, Retain: p.Retain, Properties: props}
 }
 
-func userProps(u map[string]string) paho.UserProperties {
+func userProps(u mqttmsg.UserProperties) paho.UserProperties {
 	var out paho.UserProperties
-	for _, k := range slices.Sorted(maps.Keys(u)) {
-		out = append(out, paho.UserProperty{Key: k, Value: u[k]})
+	for _, p := range u {
+		out = append(out, paho.UserProperty{Key: p.Key, Value: p.Value})
 	}
 	return out
 }
@@ -74,9 +88,9 @@ func fromPaho(pb *paho.Publish) Packet {
 			p.MessageExpiry = *pr.MessageExpiry
 		}
 		if len(pr.User) > 0 {
-			p.User = make(map[string]string, len(pr.User))
+			p.User = make(mqttmsg.UserProperties, 0, len(pr.User))
 			for _, u := range pr.User {
-				p.User[u.Key] = u.Value
+				p.User = append(p.User, mqttmsg.UserProperty{Key: u.Key, Value: u.Value})
 			}
 		}
 	}

@@ -4,20 +4,16 @@
 // Client that speaks OVOS Messages on one device's bus on top of it.
 package bus
 
-import "context"
+import (
+	"context"
 
-// Packet is one MQTT application message with the MQTT 5 properties the bus uses.
-type Packet struct {
-	Topic           string
-	Payload         []byte
-	QoS             byte
-	Retain          bool // on delivery: published retained, or a retained message replayed at subscribe
-	ContentType     string
-	ResponseTopic   string
-	CorrelationData []byte
-	MessageExpiry   uint32 // seconds; 0 = none
-	User            map[string]string
-}
+	"github.com/chorus-edge/chorus/gateway/mqttmsg"
+)
+
+// Packet is one MQTT application message with the MQTT 5 properties the bus
+// uses: the one definition in gateway/mqttmsg, which is also the broker's
+// in-process Message.
+type Packet = mqttmsg.Message
 
 // Transport publishes and subscribes MQTT application messages.
 // Implementations re-establish subscriptions after a reconnect. Handlers may be

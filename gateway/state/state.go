@@ -26,6 +26,9 @@ const (
 	MaxBirth        = 4 << 10
 	MaxConnectivity = 4 << 10
 	MaxSkills       = 256 << 10 // a device's whole skill table
+
+	MaxOutputLines = 5   // output lines a failed skill's report keeps (the whole table fits MaxSkills)
+	MaxOutputLine  = 160 // bytes of each, cut at a rune boundary
 )
 
 // ErrInvalid is wrapped by every parse error.
@@ -78,6 +81,7 @@ type Skill struct {
 	Requirements []string   `json:"requirements"`
 	Managed      bool       `json:"managed"`
 	Error        string     `json:"error"`
+	Output       []string   `json:"output,omitempty"` // a failed skill's last output lines (at most MaxOutputLines of MaxOutputLine bytes)
 	Attempts     int        `json:"attempts"`
 	NextRetry    *time.Time `json:"next_retry"`
 	Since        time.Time  `json:"since"`

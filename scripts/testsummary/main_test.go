@@ -1,0 +1,71 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const stream = `{"Time":"2026-12-02T10:00:00Z","Action":"run","Package":"a","Test":"TestOK"}
+{"Time":"2026-12-02T10:00:00Z","Action":"output","Package":"a","Test":"TestOK","Output":"quiet on pass\n"}
+{"Time":"2026-12-02T10:00:01Z","Action":"pass","Package":"a","Test":"TestOK","Elapsed":1}
+{"Time":"2026-12-02T10:00:01Z","Action":"output","Package":"a","Test":"TestBad","Output":"    bad_test.go:9: boom\n"}
+{"Time":"2026-12-02T10:00:01Z","Action":"fail","Package":"a","Test":"TestBad","Elapsed":0}
+{"Time":"2026-12-02T10:00:01Z","Action":"skip","Package":"a","Test":"TestSkip","Elapsed":0}
+{"Time":"2026-12-02T10:00:02Z","Action":"output","Package":"a","Output":"FAIL\ta\t2.0s\n"}
+{"Time":"2026-12-02T10:00:02Z","Action":"fail","Package":"a","Elapsed":2}
+{"Time":"2026-12-02T10:00:02Z","Action":"output","Package":"b","Output":"ok  \tb\t0.5s\n"}
+{"Time":"2026-12-02T10:00:03Z","Action":"pass","Package":"b","Elapsed":0.5}
+`
+
+// A failing test's output and the package lines are printed; a passing
+// test's output is not; the summary counts each and the run fails.
+func TestSummary(t *testing.T) {
+	var out strings.Builder
+	if run(strings.NewReader(stream), &out) {
+		t.Fatal("a failed package reported as success")
+	}
+	got := out.String()
+	for _, want := range []string{"bad_test.go:9: boom", "FAIL\ta\t2.0s", "ok  \tb\t0.5s", "1 passed, 1 failed, 1 skipped; packages failed: 1; wall time 3s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "quiet on pass") {
+		t.Errorf("a passing test's output was printed:\n%s", got)
+	}
+}
+
+// All passing is success; an empty stream (go test never ran) is not.
+func TestSummaryResult(t *testing.T) {
+	var out strings.Builder
+	if !run(strings.NewReader(stream[strings.Index(stream, `{"Time":"2026-12-02T10:00:02Z","Action":"output","Package":"b"`):]), &out) {
+		t.Fatalf("all passing reported as failure:\n%s", out.String())
+	}
+	if run(strings.NewReader(""), &out) {
+		t.Fatal("an empty stream reported as success")
+	}
+	if run(strings.NewReader("# a\nbuild failed\n"), &out) {
+		t.Fatal("a stream with no package result reported as success")
+	}
+}
+
+// A test still running when its package fails (a panic elsewhere, the
+// timeout) has its output printed; build errors are printed as they come.
+func TestSummaryUnfinishedAndBuildErrors(t *testing.T) {
+	in := `{"Time":"2026-12-02T10:00:00Z","Action":"output","Package":"c","Test":"TestHang","Output":"waiting...\n"}
+{"Time":"2026-12-02T10:00:09Z","Action":"output","Package":"c","Output":"panic: test timed out after 9s\n"}
+{"Time":"2026-12-02T10:00:09Z","Action":"fail","Package":"c","Elapsed":9}
+{"ImportPath":"d","Action":"build-output","Output":"d/x.go:3:1: syntax error\n"}
+{"Time":"2026-12-02T10:00:09Z","Action":"output","Package":"d","Output":"FAIL\td [build failed]\n"}
+{"Time":"2026-12-02T10:00:09Z","Action":"fail","Package":"d","Elapsed":0}
+`
+	var out strings.Builder
+	if run(strings.NewReader(in), &out) {
+		t.Fatal("failures reported as success")
+	}
+	for _, want := range []string{"--- UNFINISHED: TestHang", "waiting...", "panic: test timed out", "d/x.go:3:1: syntax error", "packages failed: 2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
