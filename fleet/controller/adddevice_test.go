@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
@@ -17,11 +18,11 @@ import (
 type commitFailStore struct {
 	controller.Store
 	stored   bool
-	readFail bool // the read-back fails too
+	readFail atomic.Bool // the read-back fails too (flipped while the controller runs)
 }
 
 func (s *commitFailStore) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
-	if s.readFail {
+	if s.readFail.Load() {
 		return nil, errors.Join(fleet.Errorf(fleet.EUNAVAILABLE, "the fleet database could not be read"), errCommit)
 	}
 	return s.Store.GetDevice(ctx, id)
@@ -75,7 +76,8 @@ func TestAddDeviceFullDisk(t *testing.T) {
 // may not") and still returns the credentials, which work once the device
 // turns out to exist: its one-time secret is not lost (issue 16 §7).
 func TestAddDeviceOutcomeUnknown(t *testing.T) {
-	cs := &commitFailStore{stored: true, readFail: true}
+	cs := &commitFailStore{stored: true}
+	cs.readFail.Store(true)
 	e, _ := newIntegEnvWith(t, integOptions{store: func(s controller.Store) controller.Store { cs.Store = s; return cs }})
 	_, creds, err := e.ctl.AddDevice(context.Background(), "test", "pi-1", nil)
 	if fleet.ErrorCode(err) != fleet.EUNAVAILABLE || !strings.Contains(fleet.ErrorMessage(err), "may or may not") {
@@ -84,7 +86,7 @@ func TestAddDeviceOutcomeUnknown(t *testing.T) {
 	if creds.Password == "" || creds.Device != "pi-1" {
 		t.Fatalf("no credentials with the unknown outcome: %+v", creds)
 	}
-	cs.readFail = false
+	cs.readFail.Store(false)
 	if _, err := e.ctl.GetDevice(context.Background(), "pi-1"); err != nil {
 		t.Fatal(err)
 	}

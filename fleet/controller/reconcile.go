@@ -268,19 +268,27 @@ func (c *Controller) startVersion(e *fleet.Execution, doc fleet.Desired) int64 {
 // it after its own forget and clears, so it clears again only what a pass
 // that loaded the device before the removal published and remembered
 // afterwards (a desired document, a Home Assistant config): a plain removal
-// sends its clear sequence once. What such a pass publishes on the device's
-// availability is cleared by the inbox (clearStale). Devices of
-// LocalAccounts are not in the registry and are left alone.
+// sends its clear sequence once. An availability message that arrived
+// after RemoveDevice's forget (a racing pass's repair, a retained "online"
+// the presence check set aside for this pass, a Will) is cleared again too.
+// Devices of LocalAccounts are not in the registry and are left alone.
 func (c *Controller) removed(id string) {
 	c.pubMu.Lock()
 	_, desiredAgain := c.published[id]
 	c.pubMu.Unlock()
+	availAgain := false
+	if t, err := topic.Availability(id); err == nil {
+		_, availAgain = c.inbox.lastAvailability(t)
+	}
 	c.forget(id)
 	if c.local[id] {
 		return
 	}
 	if c.ha.has(id) {
 		c.removeHA(id)
+	}
+	if availAgain {
+		c.clearTopic(topic.Availability, id)
 	}
 	if desiredAgain {
 		c.clearTopic(topic.Desired, id)
