@@ -144,6 +144,7 @@ func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {
 	fmt.Fprintf(a.stdout, "  dashboard  %s/ (sign in with the operator token in %s)\n", up.HTTPURL, filepath.Join(dataDir, localauth.TokenFile))
 	fmt.Fprintf(a.stdout, "Try:\n  curl %s/healthz\n", up.HTTPURL)
 	fmt.Fprintf(a.stdout, "  # the read-only observer account (it can publish nothing):\n  %s\n", observerSub(up, dataDir))
+	fmt.Fprintf(a.stdout, "  # Home Assistant, which switches skills, gets an account of its own:\n  chorus fleet integration add homeassistant --data-dir %s\n", shellQuote(dataDir))
 	fmt.Fprintln(a.stdout, "Stop with Ctrl-C.")
 }
 
