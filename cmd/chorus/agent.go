@@ -111,6 +111,7 @@ func (a *app) newAgentJoinCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			a.ignoreHangup(cmd.Context())
 			cfg, warnings, err := configs.Load(f.config)
 			if err != nil {
 				return err

@@ -7,7 +7,7 @@ import (
 	"syscall"
 )
 
-// ignoreHangup keeps a long-running command (gateway, up, agent) alive on
+// ignoreHangup keeps a long-running command (gateway, up, agent, agent join) alive on
 // SIGHUP, which would otherwise end it: Chorus reloads nothing on SIGHUP
 // (docs/configuration.md), and says so in its log each time, so an operator
 // used to `systemctl reload` or Mosquitto's SIGHUP learns that a restart
