@@ -76,6 +76,11 @@ func (b *Broker) capabilities() *mqtt.Capabilities {
 	caps.ReceiveMaximum = min(b.cfg.MaxInflight, defaultReceiveMaximum)
 	caps.MaximumClientWritesPending = b.cfg.MaxWritesPending
 	caps.MaximumClientWritesPendingBytes = b.cfg.MaxQueuedBytes
+	// QoS 0 messages are bounded by the memory they hold (1 KiB a packet
+	// plus topic and payload), up to the same MaxQueuedBytes, not by the
+	// count: a subscriber behind in a burst of small messages keeps them
+	// instead of losing all past 1024 (docs/broker.md, "QoS 0 under load").
+	caps.MaximumQos0PendingBytes = b.cfg.MaxQueuedBytes
 	caps.DisconnectSlowClients = true // slow.go
 	caps.MaximumClients = b.cfg.MaxClients
 	// The largest role cap; each role's is applied at CONNECT (connect.go).

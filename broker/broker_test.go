@@ -379,7 +379,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	dev := brokertest.NewDevice(t, "pi-1")
 	table, _ := broker.NewTable(dev.Account)
-	b, err := broker.Start(broker.Config{MQTTListen: "127.0.0.1:0", WSListen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: brokertest.Logger()}, table)
+	b, err := broker.Start(broker.Config{MQTTListen: "127.0.0.1:0", WSListen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: brokertest.Logger(t)}, table)
 	if err != nil {
 		t.Fatal(err)
 	}

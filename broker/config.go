@@ -132,8 +132,10 @@ type Config struct {
 	// MaxTopicLength caps topic names and subscription filters, bytes.
 	MaxTopicLength int
 
-	// A client that does not read: at most MaxWritesPending packets and
-	// MaxQueuedBytes payload bytes wait for it. Past that its QoS 0
+	// A client that does not read: at most MaxWritesPending QoS 1/2
+	// packets and MaxQueuedBytes payload bytes wait for it; QoS 0 packets
+	// are bounded by MaxQueuedBytes counting 1 KiB a packet besides payload
+	// and topic, not by the count (docs/broker.md). Past that its QoS 0
 	// messages are dropped and counted, and it is disconnected when a QoS
 	// 1 or 2 message does not fit (the message stays in its session) or
 	// when it has been losing messages for SlowClientTimeout without a

@@ -24,10 +24,6 @@ type retainedExpiry struct {
 	srv       *mqtt.Server
 	onExpired func(topic string) // the store's OnRetainedExpired, or nil
 
-	// retained is the map inside srv.Topics.Retained, guarded by that
-	// Packets' own lock; set by start (retainedMap).
-	retained *map[string]packets.Packet
-
 	// mu guards at.
 	mu sync.Mutex
 	at map[string]int64 // topic → expiry (unix seconds) of a retained message that has one
@@ -66,7 +62,7 @@ func (h *retainedExpiry) track(topic string, pk packets.Packet, retained bool) {
 // changes nothing) when mochi's sweep could not be found, so mochi's keeps
 // running. Messages loaded from the store are scanned once.
 func (h *retainedExpiry) start() bool {
-	if h.retained = retainedMap(h.srv.Topics.Retained); h.retained == nil || !stopMochiRetainedSweep(h.srv) {
+	if !stopMochiRetainedSweep(h.srv) {
 		return false
 	}
 	for topic, pk := range h.srv.Topics.Retained.GetAll() {
@@ -110,25 +106,23 @@ func (h *retainedExpiry) sweep(now int64) {
 }
 
 // expire deletes topic's retained message if it expired before now. The
-// test and the delete are one hold of the retained map's lock, which mochi
-// takes to replace a retained message (TopicsIndex.RetainMessage →
-// Packets.Add), so a message published on topic meanwhile is never deleted
-// in place of the expired one (mochi's own sweep, Get then Delete, can). The
-// store is told under the same lock: the store write of a message published
-// next (OnRetainMessage, after its Add) comes after this delete, never
-// before it.
+// test and the delete are one hold of the retained map's lock
+// (Packets.DeleteIf, a fork patch), which mochi takes to replace a retained
+// message (TopicsIndex.RetainMessage → Packets.Add), so a message published
+// on topic meanwhile is never deleted in place of the expired one (mochi's
+// own sweep, Get then Delete, can). The store is told under the same lock:
+// the store write of a message published next (OnRetainMessage, after its
+// Add) comes after this delete, never before it.
 func (h *retainedExpiry) expire(topic string, now int64) {
-	p := h.srv.Topics.Retained
-	p.Lock()
-	defer p.Unlock()
-	pk, ok := (*h.retained)[topic]
-	if !ok || !expires(pk) || pk.Expiry >= now {
-		return
-	}
-	delete(*h.retained, topic)
-	if h.onExpired != nil {
-		h.onExpired(topic) // queues a store delete; no I/O
-	}
+	h.srv.Topics.Retained.DeleteIf(topic, func(pk packets.Packet) bool {
+		if !expires(pk) || pk.Expiry >= now {
+			return false
+		}
+		if h.onExpired != nil {
+			h.onExpired(topic) // queues a store delete; no I/O
+		}
+		return true
+	})
 }
 
 // stop ends the sweeper and waits for it; it is idempotent only through
@@ -136,18 +130,6 @@ func (h *retainedExpiry) expire(topic string, now int64) {
 func (h *retainedExpiry) stop() {
 	close(h.done)
 	h.wg.Wait()
-}
-
-// retainedMap returns the map inside mochi's retained Packets
-// (Packets.internal, unexported in v2.7.9), which its embedded RWMutex
-// guards; Packets offers Get and Delete but no test-and-delete under one
-// lock. nil if a mochi upgrade moved it (TestMochiRetainedSweepFound).
-func retainedMap(p *packets.Packets) *map[string]packets.Packet {
-	f := reflect.ValueOf(p).Elem().FieldByName("internal")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[map[string]packets.Packet]() {
-		return nil
-	}
-	return (*map[string]packets.Packet)(unsafe.Pointer(f.UnsafeAddr()))
 }
 
 // stopMochiRetainedSweep stops the ticker of mochi's retained sweep

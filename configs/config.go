@@ -18,7 +18,11 @@ import (
 // (skills.blacklisted_skills, websocket.host/port/route/max_msg_size).
 // Durations are seconds, as in mycroft.conf.
 type Config struct {
-	DataDir       string        `json:"data_dir"`
+	DataDir string `json:"data_dir"`
+	// MemoryLimit is the Go runtime's soft memory limit for this process,
+	// as GOMEMLIMIT writes it ("256MiB"; "" or "off" = none; GOMEMLIMIT in
+	// the environment wins). See ParseMemoryLimit.
+	MemoryLimit   string        `json:"memory_limit"`
 	Log           Log           `json:"log"`
 	Broker        Broker        `json:"broker"`
 	HTTP          HTTP          `json:"http"`

@@ -19,6 +19,7 @@ func (c Config) Validate() error {
 		err error
 	}{
 		{"data_dir", nonEmpty(c.DataDir)},
+		{"memory_limit", memoryLimit(c.MemoryLimit)},
 		{"log.level", oneOf(c.Log.Level, "debug", "info", "warn", "error")},
 		{"log.format", oneOf(c.Log.Format, "text", "json")},
 		{"broker.mqtt_listen", hostPort(c.Broker.MQTTListen, false)},
@@ -267,4 +268,9 @@ func timeoutOrOff(s Seconds) error {
 		return fmt.Errorf("%v: must be seconds, 0 for the default or -1 for never", float64(s))
 	}
 	return nil
+}
+
+func memoryLimit(s string) error {
+	_, _, err := ParseMemoryLimit(s)
+	return err
 }

@@ -87,6 +87,9 @@ func (h *allowHook) OnACLCheck(*mqtt.Client, string, bool) bool              { r
 func StartBareMochi() (*Broker, error) {
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumClientWritesPending = broker.DefaultWritesPending
+	caps.MaximumClientWritesPendingBytes = broker.DefaultMaxQueuedBytes
+	caps.MaximumQos0PendingBytes = broker.DefaultMaxQueuedBytes
+	caps.DisconnectSlowClients = true
 	caps.MaximumInflight = broker.DefaultMaxInflight
 	caps.MaximumMessageExpiryInterval = 0
 	srv := mqtt.New(&mqtt.Options{Capabilities: caps, Logger: slog.New(slog.DiscardHandler)})

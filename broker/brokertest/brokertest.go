@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -22,14 +23,14 @@ import (
 
 // Start runs a broker on 127.0.0.1:0 with the given accounts and closes it in
 // t.Cleanup. cfg may set DataDir and limits; listeners default to loopback.
-// Set CHORUS_TEST_LOG=1 to see the broker's log.
+// Its log goes to the test's output (Logger).
 func Start(t testing.TB, cfg broker.Config, accounts ...broker.Account) *broker.Broker {
 	t.Helper()
 	if cfg.MQTTListen == "" {
 		cfg.MQTTListen = "127.0.0.1:0"
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = Logger()
+		cfg.Logger = Logger(t)
 	}
 	table, err := broker.NewTable(accounts...)
 	if err != nil {
@@ -51,12 +52,41 @@ func Unlimited() broker.Config {
 	return broker.Config{Device: off, Skill: off, Integration: off, Operator: off}
 }
 
-// Logger returns a logger to stderr when CHORUS_TEST_LOG is set, else a discarding one.
-func Logger() *slog.Logger {
+// Logger returns a logger into tb's output: shown when the test fails (or
+// under -v), so a failing test carries its components' logs. Info and
+// above; Debug too when CHORUS_TEST_LOG is set. Lines written after the
+// test's cleanups have run (a goroutine that outlives it) are dropped:
+// testing panics on output after a test completes.
+func Logger(tb testing.TB) *slog.Logger {
+	level := slog.LevelInfo
 	if os.Getenv("CHORUS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		level = slog.LevelDebug
 	}
-	return slog.New(slog.DiscardHandler)
+	w := &testOutput{w: tb.Output()}
+	tb.Cleanup(w.close) // registered first, so it runs after the components' own cleanups
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// testOutput writes to a test's output until close.
+type testOutput struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (o *testOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return len(p), nil
+	}
+	return o.w.Write(p)
+}
+
+func (o *testOutput) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
 }
 
 // Device is a device account with its plain secret and skill signing key.

@@ -789,7 +789,7 @@ func TestClientWritePacketBuffer(t *testing.T) {
 	small := packets.TPacketData[packets.Publish].Get(packets.TPublishNoPayload).Packet
 	large := packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 
-	cl.State.outbound.push(small, 10, 0)
+	cl.State.outbound.push(small, queueLimits{maxLen: 10})
 
 	tt := []struct {
 		pks  []*packets.Packet

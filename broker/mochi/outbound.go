@@ -22,6 +22,7 @@ type outboundQueue struct {
 	pks     []*packets.Packet // pending, oldest first from head
 	head    int
 	bytes   int64 // payload bytes pending
+	cost    int64 // bytes pending counting each packet's fixed cost (queuedCost)
 	writing bool  // a drain goroutine is running
 	open    bool  // the client may be written to (its CONNACK is out)
 }
@@ -30,18 +31,48 @@ type outboundQueue struct {
 // released so one burst does not pin memory for the life of the connection.
 const keepCap = 16
 
-// push appends pk unless that would exceed maxLen packets or maxBytes
-// payload bytes (0 = no byte limit). It reports whether pk was queued and
-// whether the caller must start a drain goroutine.
-func (q *outboundQueue) push(pk *packets.Packet, maxLen int, maxBytes int64) (queued, start bool) {
-	size := int64(len(pk.Payload))
+// packetCost is what one queued packet costs besides its payload and topic:
+// the Packet itself (800 bytes) and its slot in the queue, rounded up.
+const packetCost = 1024
+
+// queuedCost is the memory a queued pk holds.
+func queuedCost(pk *packets.Packet) int64 {
+	return int64(len(pk.Payload)+len(pk.TopicName)) + packetCost
+}
+
+// queueLimits bound one client's queue.
+type queueLimits struct {
+	maxLen   int   // packets (MaximumClientWritesPending)
+	maxBytes int64 // payload bytes, 0 = none (MaximumClientWritesPendingBytes)
+	// qos0Bytes, when > 0, bounds QoS 0 packets by their queuedCost in all
+	// instead of by maxLen (Capabilities.MaximumQos0PendingBytes).
+	qos0Bytes int64
+}
+
+// full reports whether pk does not fit. A byte bound always lets one packet
+// into an empty queue, whatever its size.
+func (q *outboundQueue) full(pk *packets.Packet, l queueLimits) bool {
+	n := len(q.pks) - q.head
+	if l.maxBytes > 0 && n > 0 && q.bytes+int64(len(pk.Payload)) > l.maxBytes {
+		return true
+	}
+	if pk.FixedHeader.Qos == 0 && l.qos0Bytes > 0 {
+		return n > 0 && q.cost+queuedCost(pk) > l.qos0Bytes
+	}
+	return n >= l.maxLen
+}
+
+// push appends pk unless it does not fit (full). It reports whether pk was
+// queued and whether the caller must start a drain goroutine.
+func (q *outboundQueue) push(pk *packets.Packet, l queueLimits) (queued, start bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if n := len(q.pks) - q.head; n >= maxLen || maxBytes > 0 && n > 0 && q.bytes+size > maxBytes {
+	if q.full(pk, l) {
 		return false, false
 	}
 	q.pks = append(q.pks, pk)
-	q.bytes += size
+	q.bytes += int64(len(pk.Payload))
+	q.cost += queuedCost(pk)
 	if q.open && !q.writing {
 		q.writing = true
 		return true, true
@@ -67,6 +98,7 @@ func (q *outboundQueue) pop() (*packets.Packet, bool) {
 	q.pks[q.head] = nil
 	q.head++
 	q.bytes -= int64(len(pk.Payload))
+	q.cost -= queuedCost(pk)
 	return pk, true
 }
 
@@ -94,7 +126,8 @@ func (q *outboundQueue) openForWrites() bool {
 // It returns false when the queue is full.
 func (cl *Client) enqueue(pk *packets.Packet) bool {
 	caps := cl.ops.options.Capabilities
-	queued, start := cl.State.outbound.push(pk, int(caps.MaximumClientWritesPending), caps.MaximumClientWritesPendingBytes)
+	queued, start := cl.State.outbound.push(pk, queueLimits{maxLen: int(caps.MaximumClientWritesPending),
+		maxBytes: caps.MaximumClientWritesPendingBytes, qos0Bytes: caps.MaximumQos0PendingBytes})
 	if !queued {
 		return false
 	}

@@ -53,6 +53,14 @@ type Capabilities struct {
 	// client as well (0 = only the count). One packet is always accepted
 	// into an empty queue, whatever its size.
 	MaximumClientWritesPendingBytes int64 `yaml:"maximum_client_writes_pending_bytes" json:"maximum_client_writes_pending_bytes"`
+	// MaximumQos0PendingBytes, when set, bounds the QoS 0 messages pending
+	// for a client by the memory they hold (payload and topic plus 1 KiB a
+	// packet) instead of by MaximumClientWritesPending: a subscriber that
+	// falls behind in a burst of small QoS 0 messages is given the memory
+	// a burst of large ones would have, rather than losing every message
+	// past the count. QoS 1/2 messages keep the count, and every message
+	// MaximumClientWritesPendingBytes. 0 = the count for every message.
+	MaximumQos0PendingBytes int64 `yaml:"maximum_qos0_pending_bytes" json:"maximum_qos0_pending_bytes"`
 	// DisconnectSlowClients changes what happens when a QoS 1 or 2 message
 	// meets a full queue: v2.7.9 rolled the message back out of the
 	// client's session, so the client never got it. With this set the

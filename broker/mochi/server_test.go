@@ -2103,7 +2103,7 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 	s.Clients.Add(cl)
 
 	for i := int32(0); i < cl.ops.options.Capabilities.MaximumClientWritesPending; i++ {
-		cl.State.outbound.push(new(packets.Packet), int(cl.ops.options.Capabilities.MaximumClientWritesPending), 0)
+		cl.State.outbound.push(new(packets.Packet), queueLimits{maxLen: int(cl.ops.options.Capabilities.MaximumClientWritesPending)})
 		atomic.AddInt32(&cl.State.outboundQty, 1)
 	}
 

@@ -34,6 +34,7 @@ type agentFlags struct {
 	wsListen    string
 	isolation   string
 	uidRange    string
+	memoryLimit string
 }
 
 // registerIsolation adds the skill isolation flags that `chorus agent` and
@@ -57,6 +58,12 @@ func (a *app) newAgentCmd() *cobra.Command {
 			}
 			for _, w := range warnings {
 				a.log.Warn("config: " + w)
+			}
+			if cmd.Flags().Changed("memory-limit") {
+				cfg.MemoryLimit = f.memoryLimit
+			}
+			if err := applyMemoryLimit(cfg.MemoryLimit, a.log); err != nil {
+				return err
 			}
 			creds, err := f.resolveCredentials()
 			if err != nil {
@@ -86,6 +93,7 @@ func (a *app) newAgentCmd() *cobra.Command {
 func (f *agentFlags) registerRun(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "JSON config file (missing file = defaults)")
+	fl.StringVar(&f.memoryLimit, "memory-limit", "", "Go soft memory limit, e.g. 24MiB or off (default: the config's memory_limit; GOMEMLIMIT wins)")
 	fl.StringVar(&f.dataDir, "data-dir", configs.DefaultDataDir, "directory for state (installed skills, settings, session)")
 	fl.StringSliceVar(&f.skills, "skills", nil, "bundled skill root (repeatable)")
 	fl.StringSliceVar(&f.userSkills, "user-skills", nil, "user skill root (repeatable)")
@@ -106,7 +114,7 @@ func (a *app) newAgentJoinCmd() *cobra.Command {
 			"running the same command again uses the credentials file and ignores the token.",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return fleetUsage(fmt.Errorf("want one join token (as printed by `chorus fleet token create` on the gateway), got %d arguments", len(args)))
+				return &exitError{code: 2, err: fmt.Errorf("want one join token (as printed by `chorus fleet token create` on the gateway), got %d arguments", len(args))} // a usage error
 			}
 			return nil
 		},

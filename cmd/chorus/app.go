@@ -72,18 +72,7 @@ func (a *app) newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
-	root.AddCommand(
-		a.newVersionCmd(),
-		a.newGatewayCmd(),
-		a.newUpCmd(),
-		a.newAgentCmd(),
-		a.newBusCmd(),
-		a.newSkillCmd(),
-		a.newSkillExecCmd(),
-		a.newFleetCmd(),
-		a.newCertCmd(),
-		a.newBenchCmd(),
-	)
+	root.AddCommand(a.commands()...)
 	strictGroups(root)
 	return root
 }

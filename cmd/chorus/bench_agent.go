@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 import (
@@ -94,6 +96,12 @@ func (a *app) benchAgent(ctx context.Context, n, dirs int, idle time.Duration, b
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	// Run as root, the agent isolates skills under their own uids
+	// (skills.isolation auto), which must traverse the data dir below this
+	// one: MkdirTemp makes it 0700 (docs/install.md says o+x).
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
 	rep := &agentReport{Skills: n, DiscoverDirs: dirs, Load: loadAvg()}
 	if err := timeDiscovery(filepath.Join(dir, "discover"), dirs, rep); err != nil {
 		return nil, err

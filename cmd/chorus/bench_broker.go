@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 import (
@@ -21,30 +23,50 @@ func (a *app) newBenchBrokerCmd() *cobra.Command {
 		jsonOut bool
 		mqttURL string
 		scale   float64
+		rounds  int
+		nostore bool
 	)
 	cmd := &cobra.Command{
 		Use:   "broker",
-		Short: "Publish→deliver throughput and latency: Chorus's broker vs bare mochi (and --mqtt-url)",
+		Short: "Publish→deliver throughput and latency: Chorus's broker vs bare mochi (and --mqtt-url), alternated over rounds",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a.benchLogger(cmd)
-			return a.benchBroker(cmd.Context(), jsonOut, mqttURL, scale)
+			return a.benchBroker(cmd.Context(), brokerBenchOpts{jsonOut: jsonOut, mqttURL: mqttURL, scale: scale, rounds: rounds, nostore: nostore})
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
-	cmd.Flags().StringVar(&mqttURL, "mqtt-url", "", "also load this broker, mqtt://[user:pass@]host:port (e.g. Mosquitto)")
+	cmd.Flags().StringVar(&mqttURL, "mqtt-url", "", "the anchor broker to compare with, mqtt://[user:pass@]host:port (e.g. Mosquitto)")
 	cmd.Flags().Float64Var(&scale, "scale", 1, "multiply every message count")
+	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds over which the brokers alternate (at least 3); ratios are the median over rounds")
+	cmd.Flags().BoolVar(&nostore, "nostore", false, "also run Chorus's broker without its store hook (chorus-nostore)")
 	return cmd
 }
 
+type brokerBenchOpts struct {
+	jsonOut bool
+	mqttURL string
+	scale   float64
+	rounds  int
+	nostore bool
+}
+
+// anchorName is the --mqtt-url broker's name in the report.
+const anchorName = "anchor"
+
 type brokerReport struct {
+	Rounds  int                  `json:"rounds"`
 	Results []brokerbench.Result `json:"results"`
-	Ratios  []map[string]any     `json:"chorus_vs_bare_mochi"`
+	Ratios  []brokerbench.Ratio  `json:"ratios"`
 	Load    string               `json:"machine_load"`
+	LoadEnd string               `json:"machine_load_end"`
 	Notes   []string             `json:"notes"`
 }
 
-func (a *app) benchBroker(ctx context.Context, jsonOut bool, mqttURL string, scale float64) error {
+func (a *app) benchBroker(ctx context.Context, o brokerBenchOpts) error {
+	if o.rounds < 3 {
+		return fmt.Errorf("--rounds %d: at least 3 are needed for a median with a spread", o.rounds)
+	}
 	dir, err := fleetbench.TempDir()
 	if err != nil {
 		return err
@@ -60,53 +82,51 @@ func (a *app) benchBroker(ctx context.Context, jsonOut bool, mqttURL string, sca
 		return err
 	}
 	defer bare.Close()
-	nostore, err := brokerbench.StartChorus("", 100)
-	if err != nil {
-		return err
+	targets := []brokerbench.Target{chorus.Target, bare.Target}
+	pairs := [][2]string{{chorus.Name, bare.Name}}
+	if o.nostore {
+		nostore, err := brokerbench.StartChorus("", 100)
+		if err != nil {
+			return err
+		}
+		defer nostore.Close()
+		targets = append(targets, nostore.Target)
+		pairs = append(pairs, [2]string{nostore.Name, bare.Name})
 	}
-	defer nostore.Close()
-	targets := []brokerbench.Target{chorus.Target, bare.Target, nostore.Target}
-	if mqttURL != "" {
-		t, err := brokerbench.ParseURL("other", mqttURL)
+	if o.mqttURL != "" {
+		t, err := brokerbench.ParseURL(anchorName, o.mqttURL)
 		if err != nil {
 			return err
 		}
 		targets = append(targets, t)
+		pairs = append([][2]string{{chorus.Name, anchorName}}, pairs...)
 	}
-	rep := brokerReport{Load: loadAvg(), Notes: []string{
-		"load generator and the embedded brokers share one process; --mqtt-url brokers run in their own",
-		"chorus-nostore is Chorus's broker without its SQLite store hook (as with no data dir): the diagnostic that separates the policy hooks' cost from persistence",
+	rep := brokerReport{Rounds: o.rounds, Load: loadAvg(), Notes: []string{
+		"load generator and the embedded brokers share one process; the --mqtt-url broker (anchor) runs in its own",
+		"every load runs on every broker in each round, back to back, the brokers' order rotating from round to round; a ratio is taken within a round, the median over rounds is reported with its min and max",
+		"chorus-nostore (--nostore) is Chorus's broker without its SQLite store hook: it separates the policy hooks' cost from persistence",
 		fmt.Sprintf("both embedded brokers: max_client_writes_pending %d; 64-byte JSON payloads; 4 publishers, each synchronous at QoS 1", broker.DefaultWritesPending),
 	}}
 	var loads []brokerbench.Load
 	for _, qos := range []byte{0, 1} {
 		for _, fo := range []int{1, 10, 100} {
-			loads = append(loads, brokerbench.Load{QoS: qos, FanOut: fo, Messages: int(scale * float64(min(40000, 100000/fo)))})
+			loads = append(loads, brokerbench.Load{QoS: qos, FanOut: fo, Messages: int(o.scale * float64(min(40000, 100000/fo)))})
 		}
 	}
-	loads = append(loads, brokerbench.Load{QoS: 1, FanOut: 1, Rate: 10000, Messages: int(scale * 20000)})
-	for _, l := range loads {
-		byName := map[string]brokerbench.Result{}
-		for _, t := range targets {
-			r, err := brokerbench.Run(ctx, t, l)
-			if err != nil {
-				return err
-			}
-			a.progress("%-10s qos %d fan-out %3d rate %5.0f: %8.0f deliveries/s, p50 %.2f ms, p99 %.2f ms, loss %.1f%%",
-				r.Broker, r.QoS, r.FanOut, l.Rate, r.DelPerSec, r.P50Ms, r.P99Ms, r.LossPct)
-			rep.Results = append(rep.Results, r)
-			byName[t.Name] = r
-		}
-		c, m := byName["chorus"], byName["mochi-bare"]
-		if m.DelPerSec > 0 {
-			rep.Ratios = append(rep.Ratios, map[string]any{"qos": l.QoS, "fan_out": l.FanOut, "target_rate": l.Rate,
-				"throughput_ratio": c.DelPerSec / m.DelPerSec, "chorus_p99_ms": c.P99Ms, "mochi_p99_ms": m.P99Ms})
-		}
+	loads = append(loads, brokerbench.Load{QoS: 1, FanOut: 1, Rate: 10000, Messages: int(o.scale * 20000)})
+	cmp, err := brokerbench.Compare(ctx, brokerbench.CompareConfig{Targets: targets, Loads: loads, Rounds: o.rounds, Pairs: pairs,
+		Progress: func(round int, l brokerbench.Load, r brokerbench.Result) {
+			a.progress("round %d %-14s qos %d fan-out %3d rate %5.0f: %8.0f deliveries/s, p50 %.2f ms, p99 %.2f ms, loss %.1f%%",
+				round+1, r.Broker, r.QoS, r.FanOut, l.Rate, r.DelPerSec, r.P50Ms, r.P99Ms, r.LossPct)
+		}})
+	if err != nil {
+		return err
 	}
+	rep.Results, rep.Ratios, rep.LoadEnd = cmp.Results, cmp.Ratios, loadAvg()
 	st := chorus.Stats()
 	rep.Notes = append(rep.Notes, fmt.Sprintf("chorus broker counters: %d received, %d sent, %d dropped, %d throttled",
 		st.MessagesReceived, st.MessagesSent, st.MessagesDropped, st.PublishesThrottled))
-	if jsonOut {
+	if o.jsonOut {
 		return a.printJSON(rep)
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
@@ -114,9 +134,11 @@ func (a *app) benchBroker(ctx context.Context, jsonOut bool, mqttURL string, sca
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%.0f\t%d\t%d\t%.0f\t%.2f\t%.2f\t%.1f\n", r.Broker, r.QoS, r.FanOut, r.Rate, r.Published, r.Delivered, r.DelPerSec, r.P50Ms, r.P99Ms, r.LossPct)
 	}
+	fmt.Fprintf(w, "\nratio (median of %d rounds)\tload\tmedian\tmin\tmax\tloss %% subject / anchor (median)\n", rep.Rounds)
 	for _, x := range rep.Ratios {
-		fmt.Fprintf(w, "chorus/mochi\tqos %v fan-out %v rate %v\t%.2f×\n", x["qos"], x["fan_out"], x["target_rate"], x["throughput_ratio"])
+		fmt.Fprintf(w, "%s / %s\tqos %d fan-out %d rate %.0f\t%.2f×\t%.2f\t%.2f\t%.1f / %.1f\n", x.Subject, x.Anchor, x.QoS, x.FanOut, x.Rate,
+			x.Deliveries.Median, x.Deliveries.Min, x.Deliveries.Max, x.SubjectLoss.Median, x.AnchorLoss.Median)
 	}
-	fmt.Fprintf(w, "machine load\t%s\n", rep.Load)
+	fmt.Fprintf(w, "machine load\t%s → %s\n", rep.Load, rep.LoadEnd)
 	return w.Flush()
 }

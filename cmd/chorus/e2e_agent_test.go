@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
+	"github.com/chorus-edge/chorus/fleet/hadiscovery"
 )
 
 type skillsTopic struct {
@@ -296,16 +299,17 @@ func TestUpHomeAssistantE2E(t *testing.T) {
 	waitSkills(t, ha, "pi-ha", func(s map[string]string) bool { return s["hello.chorus"] == "loaded" })
 	ha.Sub(t, "homeassistant/device/chorus_pi-ha/config")
 	var cfg struct {
-		Dev  map[string]any            `json:"dev"`
-		Cmps map[string]map[string]any `json:"cmps"`
+		Dev  map[string]any            `json:"device"`
+		Cmps map[string]map[string]any `json:"components"`
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		m := ha.Expect(t, "homeassistant/device/chorus_pi-ha/config", time.Until(deadline))
-		if json.Unmarshal(m.Payload, &cfg) == nil && len(cfg.Cmps) > 0 {
+		full, _ := hadiscovery.ExpandJSON(m.Payload) // Home Assistant's view of the abbreviated config
+		if json.Unmarshal(full, &cfg) == nil && len(cfg.Cmps) > 0 {
 			found := false
 			for _, c := range cfg.Cmps {
-				if c["p"] == "switch" && c["command_topic"] == "chorus/v1/pi-ha/skill/hello.chorus/set" {
+				if c["platform"] == "switch" && c["command_topic"] == "chorus/v1/pi-ha/skill/hello.chorus/set" {
 					found = true
 				}
 			}

@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 // Bridging buses (issue #9, docs/bridging.md) with real parts: one

@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 // End-to-end fault tests of the fleet (issue 5, "Tests (end to end, driving

@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 import (
@@ -18,7 +20,10 @@ import (
 // 0.0.0.0) and the satellite comes online with them (issue 16, point 1); a
 // satellite re-imaged with a fresh data dir is online at once (point 2);
 // after a gateway restart a satellite killed meanwhile shows offline within
-// the grace while the other comes back (point 3).
+// the grace while the other comes back (point 3); a satellite joins with a
+// join token, is refused by the broker while pending and comes online once
+// accepted; `install --all --wait` with one satellite offline ends, names it
+// and exits 3 (point 4).
 func TestFleetOnANetworkE2E(t *testing.T) {
 	lab := newNetLab(t)
 	gwNode, piNode := lab.node("gw"), lab.node("pi")
@@ -110,4 +115,55 @@ func TestFleetOnANetworkE2E(t *testing.T) {
 	t.Logf("pi-bedroom offline %s after the gateway restart (grace 3s)", time.Since(restarted))
 	waitOutput(t, gw, 0, "device marked offline", "device=pi-bedroom")
 	waitDevice("pi-kitchen", "back online", online)
+
+	// A third satellite joins with a token that carries the advertised URL.
+	tokOut := gwNode.mustIn(t, work, "fleet", "token", "create", "--tag", "hall", "--data-dir", gwData)
+	token := ""
+	for _, l := range strings.Split(tokOut, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "chorusjoin1_") {
+			token = strings.TrimSpace(l)
+		}
+	}
+	tok, err := api.ParseJoinToken(token)
+	if err != nil || tok.URL != wantHTTP {
+		t.Fatalf("token %q: %+v, %v; want the advertised URL %s", token, tok, err, wantHTTP)
+	}
+	hallNode := lab.node("hall")
+	hallData := filepath.Join(work, "hall-data")
+	hall := hallNode.startIn(t, work, "agent", "join", token, "--data-dir", hallData, "--device", "pi-hall",
+		"--skills", bundled, "--ws-listen", "off")
+	var pendingID string
+	deadline := time.Now().Add(60 * time.Second)
+	for pendingID == "" {
+		out := gwNode.mustIn(t, work, "fleet", "device", "pending", "-o", "json", "--data-dir", gwData)
+		var pl api.PendingDevicesResponse
+		if json.Unmarshal([]byte(out), &pl) == nil && len(pl.Pending) == 1 {
+			pendingID = pl.Pending[0].ID
+		} else if time.Now().After(deadline) {
+			t.Fatalf("pi-hall never pending: %s\n%s", out, hall.out.String())
+		} else {
+			time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
+		}
+	}
+	// Pending: the broker refuses it from its own machine, whatever it holds.
+	if out, err := hallNode.runIn(t, work, "bus", "send", "hello", "--mqtt-url", wantMQTT, "--username", "pi-hall",
+		"--password", tok.Secret, "--device", "pi-hall"); err == nil {
+		t.Fatalf("a pending satellite published on the broker:\n%s", out)
+	}
+	gwNode.mustIn(t, work, "fleet", "device", "accept", pendingID, "--data-dir", gwData)
+	waitDevice("pi-hall", "online after accept", online)
+
+	// Rollouts that finish: pi-bedroom is offline.
+	skill := filepath.Join(work, "net.hello")
+	writeFleetSkill(t, skill, "net.hello", "1.0.0")
+	gwNode.mustIn(t, work, "fleet", "skill", "publish", skill, "--data-dir", gwData)
+	out, err = gwNode.runIn(t, work, "fleet", "install", "net.hello", "--all", "--timeout", "60s", "--wait",
+		"--poll-interval", "200ms", "--data-dir", gwData)
+	if code := exitCode(err); code != 3 || !strings.Contains(out, "pi-bedroom") || !strings.Contains(out, "offline") {
+		t.Fatalf("install --all --wait with pi-bedroom offline: exit %d, want 3 naming it offline\n%s", code, out)
+	}
+	if !strings.Contains(out, "2/3 succeeded") {
+		t.Errorf("install output: want the two online satellites succeeded:\n%s", out)
+	}
+	t.Logf("install --all --wait:\n%s", out)
 }

@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 // End-to-end tests of issue 16's presence, data dir lock and unreachable

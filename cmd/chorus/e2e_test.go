@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 // End-to-end tests: build the chorus binary once and drive it as a user would.

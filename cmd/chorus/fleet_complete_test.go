@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 import (
@@ -29,6 +31,7 @@ type serveFlags struct {
 	httpListen   string
 	advMQTT      string
 	advHTTP      string
+	memoryLimit  string
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, mqttDefault, httpDefault string) {
@@ -40,6 +43,7 @@ func (f *serveFlags) register(cmd *cobra.Command, mqttDefault, httpDefault strin
 	fl.StringVar(&f.httpListen, "http-listen", httpDefault, "gateway HTTP listener host:port")
 	fl.StringVar(&f.advMQTT, "advertise-mqtt", "", "MQTT address given to devices: URL, host or host:port (default: from the listener; a wildcard takes this host's routable address)")
 	fl.StringVar(&f.advHTTP, "advertise-http", "", "HTTP address given to devices: URL, host or host:port (default: from the listener, as --advertise-mqtt)")
+	fl.StringVar(&f.memoryLimit, "memory-limit", "", "Go soft memory limit, e.g. 512MiB or off (default: the config's memory_limit; GOMEMLIMIT wins)")
 }
 
 // load reads the config file and lays the flags the user set (or whose
@@ -70,6 +74,9 @@ func (f *serveFlags) load(cmd *cobra.Command, a *app) (configs.Config, error) {
 	}
 	if fl.Changed("advertise-http") {
 		cfg.HTTP.Advertise = f.advHTTP
+	}
+	if fl.Changed("memory-limit") {
+		cfg.MemoryLimit = f.memoryLimit
 	}
 	return cfg, cfg.Validate()
 }
@@ -110,6 +117,9 @@ func (a *app) newGatewayCmd() *cobra.Command {
 // ext is set. device, when set, also provisions a local device (`chorus up`).
 func (a *app) startGateway(ctx context.Context, cfg configs.Config, device string, ext *external.Config) (*gatewayd.Main, error) {
 	tuneGatewayGC()
+	if err := applyMemoryLimit(cfg.MemoryLimit, a.log); err != nil {
+		return nil, err
+	}
 	ver, _ := buildInfo()
 	m := gatewayd.New(gatewayd.Config{Config: &cfg, LocalDevice: device, External: ext,
 		ValidateSkill: validateSkill, Version: ver, Logger: a.log})

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
+
+	"github.com/chorus-edge/chorus/configs"
 )
 
 // gatewayGCPercent is the gateway's garbage-collection target when the
@@ -20,4 +24,26 @@ func tuneGatewayGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gatewayGCPercent)
 	}
+}
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from the config's
+// memory_limit (or --memory-limit), unless GOMEMLIMIT is set in the
+// environment, which wins as GOGC does (docs/configuration.md, "Memory
+// limit"). It says which applies.
+func applyMemoryLimit(setting string, log *slog.Logger) error {
+	if env := os.Getenv("GOMEMLIMIT"); env != "" {
+		if setting != "" {
+			log.Info("memory limit: GOMEMLIMIT from the environment wins over memory_limit", "GOMEMLIMIT", env, "memory_limit", setting)
+		}
+		return nil
+	}
+	n, set, err := configs.ParseMemoryLimit(setting)
+	if err != nil {
+		return fmt.Errorf("memory_limit / --memory-limit %w", err)
+	}
+	if set {
+		debug.SetMemoryLimit(n)
+		log.Info("memory limit set", "bytes", n, "memory_limit", setting)
+	}
+	return nil
 }

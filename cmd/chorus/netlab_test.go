@@ -1,3 +1,5 @@
+//go:build !chorus_agent
+
 package main
 
 // netLab runs chorus processes on a network of their own: one network

@@ -101,7 +101,7 @@ func newFixture(t *testing.T) *fixture {
 		Skills:       testSkills(t),
 		Connectivity: configs.Connectivity{CheckInterval: 60},
 		WillDelay:    time.Second, Version: "test",
-		Logger: brokertest.Logger(),
+		Logger: brokertest.Logger(t),
 	}
 	return &fixture{b: b, dev: dev, obs: obs, cfg: cfg}
 }

@@ -183,7 +183,7 @@ func startBusAgent(t *testing.T, allowPip bool, serverURL string) *requester {
 		Device: "pi-1", MQTTURL: "mqtt://" + b.Addr(), Username: "pi-1", Password: dev.Secret,
 		Key: dev.Key, KeyVersion: 1, DataDir: skillusertest.OpenDir(t), ServerURL: serverURL,
 		Skills: testSkills(t), Connectivity: configs.Connectivity{CheckInterval: 60},
-		WillDelay: time.Second, Version: "test", Logger: brokertest.Logger(),
+		WillDelay: time.Second, Version: "test", Logger: brokertest.Logger(t),
 	}
 	cfg.Skills.Installer.AllowPip = allowPip
 	a, err := Start(context.Background(), cfg)
@@ -234,7 +234,7 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 		t.Fatal(err)
 	}
 	ctl, err := controller.New(controller.Config{Store: db, Broker: b, LocalAccounts: []broker.Account{op},
-		ArtifactDir: filepath.Join(dir, "artifacts"), ValidateSkill: validateSkill, Logger: brokertest.Logger(),
+		ArtifactDir: filepath.Join(dir, "artifacts"), ValidateSkill: validateSkill, Logger: brokertest.Logger(t),
 		Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 		Device: "pi-1", MQTTURL: "mqtt://" + b.Addr(), Username: creds.Username, Password: creds.Password,
 		Key: key, KeyVersion: creds.KeyVersion, ServerURL: srv.URL(), DataDir: e.dir,
 		Skills: testSkills(t), Connectivity: configs.Connectivity{CheckInterval: 60},
-		WillDelay: time.Second, Version: "test", Logger: brokertest.Logger(),
+		WillDelay: time.Second, Version: "test", Logger: brokertest.Logger(t),
 	}
 	cfg.Skills.Installer.AllowPip = true
 	a, err := Start(context.Background(), cfg)

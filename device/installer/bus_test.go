@@ -46,11 +46,11 @@ func dialBus(t *testing.T, url, user, pass string) *bus.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tr, err := bus.DialMQTT(ctx, bus.MQTTConfig{URL: url, Username: user, Password: pass, Logger: brokertest.Logger()})
+	tr, err := bus.DialMQTT(ctx, bus.MQTTConfig{URL: url, Username: user, Password: pass, Logger: brokertest.Logger(t)})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	c, err := bus.New(bus.Config{Transport: tr, Device: testDevice, Logger: brokertest.Logger()})
+	c, err := bus.New(bus.Config{Transport: tr, Device: testDevice, Logger: brokertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,12 @@ const debounce = 150 * time.Millisecond
 // directories and returns the root and the channel Emit feeds.
 func watch(t *testing.T, skills ...string) (string, <-chan string) {
 	t.Helper()
+	return watchDebounced(t, debounce, skills...)
+}
+
+// watchDebounced is watch with the watcher's debounce d.
+func watchDebounced(t *testing.T, d time.Duration, skills ...string) (string, <-chan string) {
+	t.Helper()
 	root := filepath.Join(t.TempDir(), "settings")
 	for _, s := range skills {
 		if err := os.MkdirAll(filepath.Join(root, s), 0o755); err != nil {
@@ -23,7 +29,7 @@ func watch(t *testing.T, skills ...string) (string, <-chan string) {
 		}
 	}
 	emits := make(chan string, 64)
-	w, err := settings.Watch(settings.Config{Root: root, Debounce: debounce, Emit: func(id string) { emits <- id }})
+	w, err := settings.Watch(settings.Config{Root: root, Debounce: d, Emit: func(id string) { emits <- id }})
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
@@ -200,7 +206,9 @@ func TestWatcherNewSkillDir(t *testing.T) {
 
 func TestWatcherDebouncesPerSkill(t *testing.T) {
 	t.Parallel()
-	root, emits := watch(t, "a.skill", "b.skill")
+	// A debounce far above the time ten small writes take even on a loaded
+	// machine (at 150 ms a stall between two writes split the burst in CI).
+	root, emits := watchDebounced(t, 2*time.Second, "a.skill", "b.skill")
 	for range 5 {
 		writeFile(t, settings.Path(root, "a.skill"), "{}")
 		writeFile(t, settings.Path(root, "b.skill"), "{}")
@@ -210,7 +218,7 @@ func TestWatcherDebouncesPerSkill(t *testing.T) {
 		select {
 		case id := <-emits:
 			got[id]++
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatalf("emits so far %v, want one per skill", got)
 		}
 	}

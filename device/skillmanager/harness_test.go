@@ -279,7 +279,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(off)
 	e.launch = &testLauncher{
 		real: process.NewLauncher(process.Config{MQTTURL: e.brk.URL(), Device: device, Key: e.dev.Key, KeyVersion: 1,
-			Bin: "/bin/false", StopGrace: 2 * time.Second, Logger: brokertest.Logger()}),
+			Bin: "/bin/false", StopGrace: 2 * time.Second, Logger: brokertest.Logger(t)}),
 		bus:  e.obs,
 		pids: map[string][]int{},
 	}
@@ -290,11 +290,11 @@ func (e *env) dial(user, pass string) *bus.Client {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	tr, err := bus.DialMQTT(ctx, bus.MQTTConfig{URL: e.brk.URL(), Username: user, Password: pass, Logger: brokertest.Logger()})
+	tr, err := bus.DialMQTT(ctx, bus.MQTTConfig{URL: e.brk.URL(), Username: user, Password: pass, Logger: brokertest.Logger(e.t)})
 	if err != nil {
 		e.t.Fatalf("dial: %v", err)
 	}
-	c, err := bus.New(bus.Config{Transport: tr, Device: device, Logger: brokertest.Logger()})
+	c, err := bus.New(bus.Config{Transport: tr, Device: device, Logger: brokertest.Logger(e.t)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func (e *env) config(opts ...envOption) Config {
 			e.snaps = append(e.snaps, s)
 			e.snapMu.Unlock()
 		},
-		Logger: brokertest.Logger(),
+		Logger: brokertest.Logger(e.t),
 	}
 	for _, o := range opts {
 		o(&cfg)

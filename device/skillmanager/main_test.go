@@ -42,7 +42,7 @@ func TestExampleSkills(t *testing.T) {
 	e := newEnv(t)
 	e.dcfg = discovery.Config{Bundled: []string{"../../configs/skills"}}
 	real := process.NewLauncher(process.Config{MQTTURL: e.brk.URL(), Device: device, Key: e.dev.Key, KeyVersion: 1,
-		Bin: chorusBin, StopGrace: 2 * time.Second, Logger: brokertest.Logger()})
+		Bin: chorusBin, StopGrace: 2 * time.Second, Logger: brokertest.Logger(t)})
 	m := e.start(func(c *Config) {
 		c.Discovery = e.dcfg
 		c.Launcher = Launch(real.Start)

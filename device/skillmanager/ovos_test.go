@@ -23,7 +23,7 @@ func ovosEnv(t *testing.T, script string) *env {
 	}
 	e.ovosBin = bin
 	e.launch.real = process.NewLauncher(process.Config{MQTTURL: e.brk.URL(), Device: device, Key: e.dev.Key, KeyVersion: 1,
-		Bin: "/bin/false", StopGrace: 2 * time.Second, Logger: brokertest.Logger(),
+		Bin: "/bin/false", StopGrace: 2 * time.Second, Logger: brokertest.Logger(t),
 		OVOS: process.OVOS{Launcher: bin, Root: t.TempDir(), SkillURL: func(s string) string { return "ws://127.0.0.1:1/core/skill/" + s + "/x" }},
 	})
 	return e

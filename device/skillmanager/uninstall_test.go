@@ -153,7 +153,7 @@ func TestUninstallInFlightThenReinstall(t *testing.T) {
 func TestUninstallOverlappingReplacement(t *testing.T) {
 	e := newEnv(t)
 	e.launch.real = process.NewLauncher(process.Config{MQTTURL: e.brk.URL(), Device: device, Key: e.dev.Key, KeyVersion: 1,
-		Bin: "/bin/false", StopGrace: time.Minute, Logger: brokertest.Logger()})
+		Bin: "/bin/false", StopGrace: time.Minute, Logger: brokertest.Logger(t)})
 	hold := t.TempDir()
 	up, release := filepath.Join(hold, "up"), filepath.Join(hold, "release")
 	writeSkill(t, e.root, skillSpec{id: "a", script: fmt.Sprintf(

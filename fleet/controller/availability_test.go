@@ -54,7 +54,7 @@ func newIntegEnvWith(t *testing.T, o integOptions) (*env, func(id string) *broke
 	ctl, err := controller.New(controller.Config{
 		Store: store, Broker: b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
-		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
+		Logger: brokertest.Logger(t), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
 		HomeAssistant: controller.HomeAssistant{Jitter: func() time.Duration { return 0 }},
 	})
 	if err != nil {

@@ -58,7 +58,7 @@ type haPublisher struct {
 
 // haDevice is what was last published for one device.
 type haDevice struct {
-	config  [sha256.Size]byte // the hash of the config without withdrawn components (30 MB less than the configs at 10k devices)
+	config  [sha256.Size]byte // haInputKey of the input the config was built from (30 MB less than the configs at 10k devices)
 	sent    bool              // a config was published
 	comps   map[string]string // its live components (hadiscovery.Components)
 	updates map[string][]byte // skill -> update state payload

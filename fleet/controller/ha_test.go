@@ -14,6 +14,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/controller"
+	"github.com/chorus-edge/chorus/fleet/hadiscovery"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
 )
 
@@ -45,7 +46,7 @@ func newHAEnv(t *testing.T, ha controller.HomeAssistant) (*env, *brokertest.Clie
 	ctl, err := controller.New(controller.Config{
 		Store: db, Broker: e.b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
-		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
+		Logger: brokertest.Logger(t), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond,
 		HomeAssistant: ha,
 	})
 	if err != nil {
@@ -85,10 +86,10 @@ func nextConfig(t *testing.T, w *brokertest.Client, what string, ok func(cmps ma
 	for {
 		m := w.Expect(t, haConfig, time.Until(deadline))
 		var c struct {
-			Cmps map[string]map[string]any `json:"cmps"`
+			Cmps map[string]map[string]any `json:"components"`
 		}
 		if len(m.Payload) > 0 {
-			if err := json.Unmarshal(m.Payload, &c); err != nil {
+			if err := json.Unmarshal(expandHA(t, m.Payload), &c); err != nil {
 				t.Fatalf("config is not JSON: %v", err)
 			}
 		}
@@ -148,10 +149,10 @@ func TestHADiscoveryPublished(t *testing.T) {
 		t.Fatal("config not retained")
 	}
 	var cfg struct {
-		Dev  map[string]any            `json:"dev"`
-		Cmps map[string]map[string]any `json:"cmps"`
+		Dev  map[string]any            `json:"device"`
+		Cmps map[string]map[string]any `json:"components"`
 	}
-	if err := json.Unmarshal(m.Payload, &cfg); err != nil {
+	if err := json.Unmarshal(expandHA(t, m.Payload), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _ := cfg.Dev["identifiers"].([]any); len(ids) != 1 || ids[0] != "chorus_pi_dkitchen__1" || cfg.Dev["sw_version"] != "test" {
@@ -185,7 +186,7 @@ func TestHADiscoveryPublished(t *testing.T) {
 	a.report(t, haSkill{ID: "hello.chorus", Version: "1.0.0", State: "loaded", Active: true, Managed: true})
 	nextConfig(t, w, "local_skill withdrawn", func(c map[string]map[string]any) bool {
 		s := c["switch_local__skill"]
-		return len(s) == 1 && s["p"] == "switch" && c["switch_hello_dchorus"]["unique_id"] != nil
+		return len(s) == 1 && s["platform"] == "switch" && c["switch_hello_dchorus"]["unique_id"] != nil
 	})
 }
 
@@ -272,4 +273,18 @@ func nextOn(c *brokertest.Client, topic string, d time.Duration) (*paho.Publish,
 			return m, true
 		}
 	}
+}
+
+// expandHA decodes a discovery config as Home Assistant does: its
+// abbreviated keys back to full names (an empty payload stays empty).
+func expandHA(t *testing.T, payload []byte) []byte {
+	t.Helper()
+	if len(payload) == 0 {
+		return payload
+	}
+	b, err := hadiscovery.ExpandJSON(payload)
+	if err != nil {
+		t.Fatalf("discovery config: %v", err)
+	}
+	return b
 }

@@ -37,18 +37,18 @@ func TestHAGatewayDevice(t *testing.T) {
 		t.Fatalf("gateway config: retain=%v properties=%+v", m.Retain, m.Properties)
 	}
 	var gw struct {
-		Dev  map[string]any            `json:"dev"`
-		O    map[string]any            `json:"o"`
+		Dev  map[string]any            `json:"device"`
+		O    map[string]any            `json:"origin"`
 		Avty string                    `json:"availability_topic"`
-		Cmps map[string]map[string]any `json:"cmps"`
+		Cmps map[string]map[string]any `json:"components"`
 	}
-	if err := json.Unmarshal(m.Payload, &gw); err != nil {
+	if err := json.Unmarshal(expandHA(t, m.Payload), &gw); err != nil {
 		t.Fatal(err)
 	}
 	var sat struct {
-		Dev map[string]any `json:"dev"`
+		Dev map[string]any `json:"device"`
 	}
-	if err := json.Unmarshal(e.watcher(haConfig).Expect(t, haConfig, waitFor).Payload, &sat); err != nil {
+	if err := json.Unmarshal(expandHA(t, e.watcher(haConfig).Expect(t, haConfig, waitFor).Payload), &sat); err != nil {
 		t.Fatal(err)
 	}
 	ids, _ := gw.Dev["identifiers"].([]any)
@@ -83,7 +83,7 @@ func TestHAGatewayDevice(t *testing.T) {
 	for key, c := range gw.Cmps {
 		tpl, _ := c["value_template"].(string)
 		f := field.FindStringSubmatch(tpl)
-		if c["p"] != "sensor" || c["state_topic"] != gwFleet || f == nil {
+		if c["platform"] != "sensor" || c["state_topic"] != gwFleet || f == nil {
 			t.Errorf("component %s = %v", key, c)
 			continue
 		}

@@ -76,7 +76,7 @@ func (e *env) start() {
 	cfg := controller.Config{
 		Store: db, Broker: e.b, LocalAccounts: e.local, ArtifactDir: filepath.Join(e.dir, "artifacts"),
 		ValidateSkill: validateSkill, MQTTURL: e.b.URL(), ServerURL: "http://127.0.0.1:0",
-		Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond, Now: e.now,
+		Logger: brokertest.Logger(e.t), Tick: 50 * time.Millisecond, RepublishAge: 500 * time.Millisecond, Now: e.now,
 	}
 	if e.grace > 0 {
 		cfg.Connections, cfg.PresenceGrace = e.b, e.grace

@@ -46,7 +46,7 @@ func newBridgeEnv(t *testing.T, b controller.Bridge) *env {
 	}
 	ctl, err := controller.New(controller.Config{
 		Store: db, Broker: e.b, ArtifactDir: filepath.Join(e.dir, "artifacts"), ValidateSkill: validateSkill,
-		MQTTURL: e.b.URL(), Logger: brokertest.Logger(), Tick: 50 * time.Millisecond, Bridge: b,
+		MQTTURL: e.b.URL(), Logger: brokertest.Logger(t), Tick: 50 * time.Millisecond, Bridge: b,
 		HomeAssistant: controller.HomeAssistant{Disabled: true},
 	})
 	if err != nil {

@@ -55,7 +55,7 @@ func components(in Input) (map[string]map[string]any, error) {
 	uid := func(key string) string { return DeviceIdentifier(dev) + "_" + key }
 	binary := func(key, name, field, class string) map[string]any {
 		c := map[string]any{
-			"p": PlatformBinarySensor, "name": name, "unique_id": uid(key),
+			"platform": PlatformBinarySensor, "name": name, "unique_id": uid(key),
 			"state_topic": conn, "value_template": connectivityTemplate(field),
 			"payload_on": PayloadOn, "payload_off": PayloadOff,
 			"entity_category": "diagnostic", "qos": 1,
@@ -70,7 +70,7 @@ func components(in Input) (map[string]map[string]any, error) {
 		keyInternet: binary(keyInternet, "Internet", "internet", "connectivity"),
 		keyGUI:      binary(keyGUI, "GUI", "gui", ""),
 		keySkillsLoaded: {
-			"p": PlatformSensor, "name": "Skills loaded", "unique_id": uid(keySkillsLoaded),
+			"platform": PlatformSensor, "name": "Skills loaded", "unique_id": uid(keySkillsLoaded),
 			"state_topic": skills, "value_template": skillsLoadedTemplate,
 			"state_class": "measurement", "icon": "mdi:puzzle", "entity_category": "diagnostic", "qos": 1,
 		},
@@ -94,7 +94,7 @@ func addSkill(out map[string]map[string]any, dev string, s Skill, skills string,
 	}
 	title := or(s.Title, s.ID)
 	out[key] = map[string]any{
-		"p": PlatformSwitch, "name": title, "unique_id": uid(key),
+		"platform": PlatformSwitch, "name": title, "unique_id": uid(key),
 		"state_topic": skills, "value_template": switchTemplate(s.ID),
 		"state_on": PayloadOn, "state_off": PayloadOff,
 		"command_topic": set, "payload_on": PayloadOn, "payload_off": PayloadOff,
@@ -107,7 +107,7 @@ func addSkill(out map[string]map[string]any, dev string, s Skill, skills string,
 	install, _ := topic.SkillUpdateSet(dev, s.ID)
 	key = updatePrefix + topic.HAEscape(s.ID)
 	out[key] = map[string]any{
-		"p": PlatformUpdate, "name": title + " update", "unique_id": uid(key),
+		"platform": PlatformUpdate, "name": title + " update", "unique_id": uid(key),
 		"state_topic": state, "command_topic": install, "payload_install": PayloadInstall,
 		"entity_category": "config", "qos": 1, "retain": false,
 	}

@@ -60,7 +60,7 @@ func BuildGateway(in GatewayInput) (string, []byte, error) {
 		AvailabilityTopic:   topic.GatewayAvailability,
 		PayloadAvailable:    PayloadOnline,
 		PayloadNotAvailable: PayloadOffline,
-		Components:          gatewayComponents(),
+		Components:          abbreviateAll(gatewayComponents()),
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -74,7 +74,7 @@ func BuildGateway(in GatewayInput) (string, []byte, error) {
 func gatewayComponents() map[string]map[string]any {
 	sensor := func(key, name, field, icon string) map[string]any {
 		return map[string]any{
-			"p": PlatformSensor, "name": name, "unique_id": DefaultGateway + "_" + key,
+			"platform": PlatformSensor, "name": name, "unique_id": DefaultGateway + "_" + key,
 			"state_topic": topic.GatewayFleet, "value_template": "{{ value_json." + field + " }}",
 			"state_class": "measurement", "icon": icon, "qos": 1,
 		}

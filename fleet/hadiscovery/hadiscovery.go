@@ -8,9 +8,9 @@
 // mqtt/schemas.py DEVICE_DISCOVERY_SCHEMA): unknown top-level keys and
 // unknown keys inside the device ("dev") or origin ("o") block reject the
 // whole message, the device block needs an identifier, the origin a name,
-// every component its platform ("p"). So the payload uses only schema keys:
-// the structural abbreviations dev, o, cmps and p that Home Assistant
-// documents for device discovery, and full key names everywhere else.
+// every component its platform ("p"). So the payload uses only schema keys,
+// in Home Assistant's abbreviated form (abbreviations.go), which Home
+// Assistant expands before it validates.
 package hadiscovery
 
 import (
@@ -70,30 +70,34 @@ type Input struct {
 	Withdrawn map[string]string
 }
 
-// device is the "dev" block: only keys of MQTT_ENTITY_DEVICE_INFO_SCHEMA.
+// device is the "dev" block: only keys of MQTT_ENTITY_DEVICE_INFO_SCHEMA
+// (abbreviated as deviceAbbreviations says).
 type device struct {
-	Identifiers []string `json:"identifiers"`
+	Identifiers []string `json:"ids"`
 	Name        string   `json:"name"`
-	Model       string   `json:"model"`
-	SWVersion   string   `json:"sw_version,omitempty"`
+	Model       string   `json:"mdl"`
+	SWVersion   string   `json:"sw,omitempty"`
 	ViaDevice   string   `json:"via_device,omitempty"` // the gateway's own config has none
 }
 
-// origin is the "o" block: only keys of MQTT_ORIGIN_INFO_SCHEMA.
+// origin is the "o" block: only keys of MQTT_ORIGIN_INFO_SCHEMA
+// (abbreviated as originAbbreviations says).
 type origin struct {
 	Name       string `json:"name"`
-	SWVersion  string `json:"sw_version,omitempty"`
-	SupportURL string `json:"support_url"`
+	SWVersion  string `json:"sw,omitempty"`
+	SupportURL string `json:"url"`
 }
 
-// config is the whole message: only keys of DEVICE_DISCOVERY_SCHEMA. The
-// availability options are shared: every component inherits them.
+// config is the whole message: only keys of DEVICE_DISCOVERY_SCHEMA,
+// abbreviated. The availability options are shared: every component
+// inherits them. Components are built with full key names and abbreviated
+// when encoded (abbreviate).
 type config struct {
 	Device              device                    `json:"dev"`
 	Origin              origin                    `json:"o"`
-	AvailabilityTopic   string                    `json:"availability_topic"`
-	PayloadAvailable    string                    `json:"payload_available"`
-	PayloadNotAvailable string                    `json:"payload_not_available"`
+	AvailabilityTopic   string                    `json:"avty_t"`
+	PayloadAvailable    string                    `json:"pl_avail"`
+	PayloadNotAvailable string                    `json:"pl_not_avail"`
 	Components          map[string]map[string]any `json:"cmps"`
 }
 
@@ -117,7 +121,7 @@ func Build(in Input) (string, []byte, error) {
 		if !validKey(key) || !knownPlatform(p) {
 			return "", nil, fmt.Errorf("discovery config for %s: withdrawn component %q (%q) is not one Build makes", in.Device, key, p)
 		}
-		cmps[key] = map[string]any{"p": p}
+		cmps[key] = map[string]any{"platform": p}
 	}
 	avail, _ := topic.Availability(in.Device) // valid: HADiscovery checked the id
 	c := config{
@@ -132,7 +136,7 @@ func Build(in Input) (string, []byte, error) {
 		AvailabilityTopic:   avail,
 		PayloadAvailable:    PayloadOnline,
 		PayloadNotAvailable: PayloadOffline,
-		Components:          cmps,
+		Components:          abbreviateAll(cmps),
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -163,7 +167,7 @@ func Components(in Input) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(cmps))
 	for k, c := range cmps {
-		out[k] = c["p"].(string)
+		out[k] = c["platform"].(string)
 	}
 	return out, nil
 }
@@ -180,4 +184,12 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+func abbreviateAll(cmps map[string]map[string]any) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(cmps))
+	for k, c := range cmps {
+		out[k] = abbreviate(c)
+	}
+	return out
 }

@@ -421,3 +421,65 @@ func checkComponents(t *testing.T, got map[string]map[string]any, want map[strin
 		t.Errorf("components %v, want exactly %v", keys(got), keys(want))
 	}
 }
+
+// Every key that Home Assistant can abbreviate is abbreviated (the config is
+// retained per device: its size is memory on the broker and every
+// subscriber), and Expand gives back what Home Assistant reads.
+func TestAbbreviatedAndExpandable(t *testing.T) {
+	full := func(abbr map[string]string) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range abbr {
+			m[f] = true
+		}
+		return m
+	}
+	noFull := func(what string, m map[string]any, abbr map[string]string) {
+		for k := range m {
+			if full(abbr)[k] && abbr[k] == "" {
+				t.Errorf("%s: key %q is written in full; Home Assistant has an abbreviation for it", what, k)
+			}
+		}
+	}
+	in := kitchen()
+	in.Withdrawn = map[string]string{"update_gone": "update"}
+	_, payload, err := hadiscovery.Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gwPayload, err := hadiscovery.BuildGateway(hadiscovery.GatewayInput{ChorusVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][]byte{payload, gwPayload} {
+		var raw map[string]any
+		if err := json.Unmarshal(p, &raw); err != nil {
+			t.Fatal(err)
+		}
+		noFull("top level", raw, abbrev)
+		noFull("device", raw["dev"].(map[string]any), deviceAbbrev)
+		noFull("origin", raw["o"].(map[string]any), originAbbrev)
+		for k, c := range raw["cmps"].(map[string]any) {
+			noFull("component "+k, c.(map[string]any), abbrev)
+		}
+		got, err := hadiscovery.Expand(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := decode(t, p)
+		want := d.top
+		want["device"], want["origin"] = d.device, d.origin
+		cmps := map[string]any{}
+		for k, c := range d.components {
+			cmps[k] = c
+		}
+		want["components"] = cmps
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		if !bytes.Equal(gb, wb) {
+			t.Errorf("Expand:\n%s\nwant (Home Assistant's expansion):\n%s", gb, wb)
+		}
+	}
+	if m, err := hadiscovery.Expand(nil); m != nil || err != nil {
+		t.Errorf("Expand(removal) = %v, %v", m, err)
+	}
+}

@@ -69,7 +69,7 @@ func dial(t *testing.T, cfg bus.MQTTConfig, connects *atomic.Int32) *bus.MQTT {
 	if connects != nil {
 		cfg.OnConnect = func(context.Context) { connects.Add(1) }
 	}
-	cfg.Logger = brokertest.Logger()
+	cfg.Logger = brokertest.Logger(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	m, err := bus.DialMQTT(ctx, cfg)
@@ -94,7 +94,7 @@ func newClient(t *testing.T, tr bus.Transport, cfg bus.Config) *bus.Client {
 		cfg.Device = dev
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = brokertest.Logger()
+		cfg.Logger = brokertest.Logger(t)
 	}
 	c, err := bus.New(cfg)
 	if err != nil {

@@ -43,7 +43,7 @@ func startServer(t *testing.T, b *broker.Broker, cfg Config) *Server {
 		cfg.Listen = "127.0.0.1:0"
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = brokertest.Logger()
+		cfg.Logger = brokertest.Logger(t)
 	}
 	srv, err := Start(context.Background(), cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,31 +65,87 @@ var (
 
 // Packets is a concurrency safe map of packets.
 type Packets struct {
-	internal map[string]Packet
+	internal map[string]*storedPacket
 	sync.RWMutex
+}
+
+// storedPacket is a Packet as Packets holds it: the same fields, but the
+// connect parameters and the properties (392 and 256 of a Packet's 800
+// bytes) only when they are set. A retained publish rarely has properties
+// and never has connect parameters, so a retained message costs ~170 bytes
+// besides its topic and payload instead of 800. The conversion is lossless.
+type storedPacket struct {
+	connect         *ConnectParams // nil when zero
+	properties      *Properties    // nil when zero
+	Payload         []byte
+	ReasonCodes     []byte
+	Filters         Subscriptions
+	TopicName       string
+	Origin          string
+	FixedHeader     FixedHeader
+	Created         int64
+	Expiry          int64
+	Mods            Mods
+	PacketID        uint16
+	ProtocolVersion byte
+	SessionPresent  bool
+	ReasonCode      byte
+	ReservedBit     byte
+	Ignore          bool
+}
+
+func storePacket(pk Packet) *storedPacket {
+	sp := &storedPacket{Payload: pk.Payload, ReasonCodes: pk.ReasonCodes, Filters: pk.Filters,
+		TopicName: pk.TopicName, Origin: pk.Origin, FixedHeader: pk.FixedHeader, Created: pk.Created,
+		Expiry: pk.Expiry, Mods: pk.Mods, PacketID: pk.PacketID, ProtocolVersion: pk.ProtocolVersion,
+		SessionPresent: pk.SessionPresent, ReasonCode: pk.ReasonCode, ReservedBit: pk.ReservedBit, Ignore: pk.Ignore}
+	if !reflect.ValueOf(&pk.Connect).Elem().IsZero() {
+		c := pk.Connect
+		sp.connect = &c
+	}
+	if !reflect.ValueOf(&pk.Properties).Elem().IsZero() {
+		p := pk.Properties
+		sp.properties = &p
+	}
+	return sp
+}
+
+func (sp *storedPacket) packet() Packet {
+	pk := Packet{Payload: sp.Payload, ReasonCodes: sp.ReasonCodes, Filters: sp.Filters,
+		TopicName: sp.TopicName, Origin: sp.Origin, FixedHeader: sp.FixedHeader, Created: sp.Created,
+		Expiry: sp.Expiry, Mods: sp.Mods, PacketID: sp.PacketID, ProtocolVersion: sp.ProtocolVersion,
+		SessionPresent: sp.SessionPresent, ReasonCode: sp.ReasonCode, ReservedBit: sp.ReservedBit, Ignore: sp.Ignore}
+	if sp.connect != nil {
+		pk.Connect = *sp.connect
+	}
+	if sp.properties != nil {
+		pk.Properties = *sp.properties
+	}
+	return pk
 }
 
 // NewPackets returns a new instance of Packets.
 func NewPackets() *Packets {
 	return &Packets{
-		internal: map[string]Packet{},
+		internal: map[string]*storedPacket{},
 	}
 }
 
 // Add adds a new packet to the map.
 func (p *Packets) Add(id string, val Packet) {
+	sp := storePacket(val)
 	p.Lock()
 	defer p.Unlock()
-	p.internal[id] = val
+	p.internal[id] = sp
 }
 
 // GetAll returns all packets in the map.
 func (p *Packets) GetAll() map[string]Packet {
 	p.RLock()
 	defer p.RUnlock()
-	m := map[string]Packet{}
+	m := make(map[string]Packet, len(p.internal))
 	for k, v := range p.internal {
-		m[k] = v
+		m[k] = v.packet()
 	}
 	return m
 }
@@ -97,8 +154,11 @@ func (p *Packets) GetAll() map[string]Packet {
 func (p *Packets) Get(id string) (val Packet, ok bool) {
 	p.RLock()
 	defer p.RUnlock()
-	val, ok = p.internal[id]
-	return val, ok
+	sp, ok := p.internal[id]
+	if !ok {
+		return Packet{}, false
+	}
+	return sp.packet(), true
 }
 
 // Len returns the number of packets in the map.
@@ -114,6 +174,21 @@ func (p *Packets) Delete(id string) {
 	p.Lock()
 	defer p.Unlock()
 	delete(p.internal, id)
+}
+
+// DeleteIf removes the packet of id if del, called with it under the map's
+// write lock, returns true; it reports whether it removed one. A test and
+// a delete in one hold of the lock: a packet added under id meanwhile is
+// never removed in place of the one tested (Get then Delete can).
+func (p *Packets) DeleteIf(id string, del func(Packet) bool) bool {
+	p.Lock()
+	defer p.Unlock()
+	sp, ok := p.internal[id]
+	if !ok || !del(sp.packet()) {
+		return false
+	}
+	delete(p.internal, id)
+	return true
 }
 
 // Packet represents an MQTT packet. Instead of providing a packet interface

@@ -503,3 +503,38 @@ func TestMergeSubscription(t *testing.T) {
 	}
 	require.Equal(t, expect, sub.Merge(sub2))
 }
+
+// Packets holds a packet without the connect parameters and properties it
+// does not have, and gives back exactly the packet it was given.
+func TestPacketsRoundTripCompact(t *testing.T) {
+	full := Packet{
+		FixedHeader: FixedHeader{Type: Publish, Qos: 1, Retain: true, Remaining: 10},
+		TopicName:   "a/b", Payload: []byte("hi"), Origin: "c1", Created: 5, Expiry: 9, PacketID: 7,
+		ProtocolVersion: 5, Mods: Mods{MaxSize: 3},
+		Properties: Properties{ContentType: "json", User: []UserProperty{{Key: "k", Val: "v"}}, MessageExpiryInterval: 4},
+		Connect:    ConnectParams{WillTopic: "w", WillProperties: Properties{WillDelayInterval: 3}},
+	}
+	bare := Packet{FixedHeader: FixedHeader{Type: Publish, Retain: true}, TopicName: "x", Payload: []byte("y")}
+	p := NewPackets()
+	p.Add("full", full)
+	p.Add("bare", bare)
+	got, ok := p.Get("full")
+	require.True(t, ok)
+	require.Equal(t, full, got)
+	got, ok = p.Get("bare")
+	require.True(t, ok)
+	require.Equal(t, bare, got)
+	require.Nil(t, p.internal["bare"].properties)
+	require.Nil(t, p.internal["bare"].connect)
+	require.Equal(t, map[string]Packet{"full": full, "bare": bare}, p.GetAll())
+}
+
+func TestPacketsDeleteIf(t *testing.T) {
+	p := NewPackets()
+	p.Add("a", Packet{Expiry: 1})
+	require.False(t, p.DeleteIf("a", func(pk Packet) bool { return pk.Expiry > 1 }))
+	require.False(t, p.DeleteIf("missing", func(Packet) bool { return true }))
+	require.Equal(t, 1, p.Len())
+	require.True(t, p.DeleteIf("a", func(pk Packet) bool { return pk.Expiry == 1 }))
+	require.Equal(t, 0, p.Len())
+}

@@ -64,7 +64,7 @@ func newHarness(t *testing.T) *harness {
 		catalog:  cat,
 		launcher: process.NewLauncher(process.Config{
 			MQTTURL: b.URL(), Device: testDevice, Key: dev.Key, KeyVersion: 1,
-			SettingsRoot: root, Bin: bin, StopGrace: 5 * time.Second, Logger: brokertest.Logger(),
+			SettingsRoot: root, Bin: bin, StopGrace: 5 * time.Second, Logger: brokertest.Logger(t),
 		}),
 	}
 }
