@@ -51,6 +51,7 @@ func (a *app) newAgentCmd() *cobra.Command {
 		Short: "Run the device agent: the OVOS skill lifecycle on this satellite",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.ignoreHangup(cmd.Context())
 			cfg, warnings, err := configs.Load(f.config)
 			if err != nil {
 				return err
@@ -118,6 +119,7 @@ func (a *app) newAgentJoinCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			a.ignoreHangup(cmd.Context())
 			cfg, warnings, err := configs.Load(f.config)
 			if err != nil {
 				return err
