@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
+	"github.com/chorus-edge/chorus/fleet/hadiscovery"
 )
 
 // A re-imaged satellite (fresh data dir, session counter back at 1) is
@@ -93,7 +94,11 @@ func haAvailabilityTopic(t *testing.T, f *faultFleet, device string) string {
 	var cfg struct {
 		AvailabilityTopic string `json:"availability_topic"`
 	}
-	if err := json.Unmarshal(m.Payload, &cfg); err != nil {
+	full, err := hadiscovery.ExpandJSON(m.Payload) // read as Home Assistant reads the abbreviated keys
+	if err == nil {
+		err = json.Unmarshal(full, &cfg)
+	}
+	if err != nil {
 		t.Fatalf("discovery config of %s: %v", device, err)
 	}
 	return cfg.AvailabilityTopic
@@ -185,8 +190,8 @@ func TestAgentBrokerUnreachableE2E(t *testing.T) {
 	f := startFaultFleet(t, "room", "pi-2")
 	a := f.startAgent("pi-2")
 	f.waitOnline("pi-2")
+	offset := len(a.out.String()) // before the kill: the agent says so within milliseconds
 	f.gw.kill(t)
-	offset := len(a.out.String())
 	waitOutput(t, a, offset, "mqtt://"+mqttAddr(t, f.up.MQTTURL))
 	start := time.Now()
 	if err := a.stop(t, 10*time.Second); err != nil {
