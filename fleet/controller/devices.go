@@ -161,7 +161,11 @@ func (c *Controller) SetTags(ctx context.Context, actor, id string, tags []strin
 
 // GetDevice returns one device.
 func (c *Controller) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
-	return c.store.GetDevice(ctx, id)
+	d, err := c.store.GetDevice(ctx, id)
+	if err == nil {
+		c.heardNow(d)
+	}
+	return d, err
 }
 
 // ListDevices returns the devices f selects.
@@ -171,7 +175,28 @@ func (c *Controller) ListDevices(ctx context.Context, f fleet.DeviceFilter) ([]*
 			return nil, err
 		}
 	}
-	return c.store.ListDevices(ctx, f)
+	ds, err := c.store.ListDevices(ctx, f)
+	if err == nil {
+		c.heardNow(ds...)
+	}
+	return ds, err
+}
+
+// heardNow sets LastSeen to now for each online device whose agent holds a
+// live connection: the broker hears it (its keepalive) for as long as that
+// lasts. An offline device keeps the time its connection closed
+// (liveness.go); without live connections (an external broker) LastSeen is
+// the last availability or birth (docs/topics.md, Presence).
+func (c *Controller) heardNow(ds ...*fleet.Device) {
+	if !c.live.on() {
+		return
+	}
+	now := c.cfg.Now()
+	for _, d := range ds {
+		if d != nil && d.Online && c.live.connected(d.ID) {
+			d.LastSeen = now
+		}
+	}
 }
 
 // DesiredOf returns the device's current desired document.
