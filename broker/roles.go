@@ -97,6 +97,17 @@ func IntegrationAccount(name, secretHash string, allowTypes ...string) Account {
 	}
 }
 
+// ObserverAccount returns a read-only integration account (`chorus up`'s
+// integration:observer, for mosquitto_sub and dashboards): it reads what an
+// integration reads and publishes nothing, so it cannot switch skills or
+// ask for installs (issue 16 §7). Home Assistant, which writes switches and
+// its status, gets an integration account of its own.
+func ObserverAccount(name, secretHash string) Account {
+	a := IntegrationAccount(name, secretHash)
+	a.Publish = nil
+	return a
+}
+
 // OperatorAccount returns a person's `chorus bus` credential: it reads
 // everything and emits bus messages to any device, never retained and never
 // desired; fleet changes go through the HTTP API.

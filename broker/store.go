@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/chorus-edge/chorus/gateway/privatedb"
+
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -154,6 +156,9 @@ func migrateStore(db *sql.DB) (uint64, error) {
 
 func openStore(dir string, log *slog.Logger) (*store, error) {
 	path := filepath.Join(dir, "broker.db")
+	if err := privatedb.Prepare(path); err != nil {
+		return nil, fmt.Errorf("open broker store: %w", err)
+	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {

@@ -51,17 +51,8 @@ func (a *app) newAgentCmd() *cobra.Command {
 		Short: "Run the device agent: the OVOS skill lifecycle on this satellite",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, warnings, err := configs.Load(f.config)
+			cfg, err := a.agentStart(cmd, &f)
 			if err != nil {
-				return err
-			}
-			for _, w := range warnings {
-				a.log.Warn("config: " + w)
-			}
-			if cmd.Flags().Changed("memory-limit") {
-				cfg.MemoryLimit = f.memoryLimit
-			}
-			if err := applyMemoryLimit(cfg.MemoryLimit, a.log); err != nil {
 				return err
 			}
 			creds, err := f.resolveCredentials()
@@ -89,6 +80,23 @@ func (a *app) newAgentCmd() *cobra.Command {
 
 // registerRun adds the flags of running an agent that `chorus agent` and
 // `chorus agent join` share.
+// agentStart is what `agent` and `agent join` do first: SIGHUP ignored,
+// the config loaded (its warnings logged), the memory limit applied.
+func (a *app) agentStart(cmd *cobra.Command, f *agentFlags) (configs.Config, error) {
+	a.ignoreHangup(cmd.Context())
+	cfg, warnings, err := configs.Load(f.config)
+	if err != nil {
+		return cfg, err
+	}
+	for _, w := range warnings {
+		a.log.Warn("config: " + w)
+	}
+	if cmd.Flags().Changed("memory-limit") {
+		cfg.MemoryLimit = f.memoryLimit
+	}
+	return cfg, applyMemoryLimit(cfg.MemoryLimit, a.log)
+}
+
 func (f *agentFlags) registerRun(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "JSON config file (missing file = defaults)")
@@ -118,12 +126,9 @@ func (a *app) newAgentJoinCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, warnings, err := configs.Load(f.config)
+			cfg, err := a.agentStart(cmd, &f)
 			if err != nil {
 				return err
-			}
-			for _, w := range warnings {
-				a.log.Warn("config: " + w)
 			}
 			creds, err := enrol.Run(cmd.Context(), enrol.Config{Token: args[0], DataDir: f.dataDir, Device: f.device, Logger: a.log.With("component", "join")})
 			if err != nil {

@@ -73,6 +73,7 @@ func (a *app) newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	root.AddCommand(a.commands()...)
+	strictGroups(root)
 	return root
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
 )
 
@@ -286,7 +287,14 @@ func TestUpHomeAssistantE2E(t *testing.T) {
 	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-ha", "--skills", mustAbs(t, "../../configs/skills"),
 		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
 	up := waitUp(t, p, data)
-	ha := brokertest.MustConnect(t, mqttAddr(t, up.MQTTURL), up.Observer.Username, up.Observer.Password, brokertest.ConnectOptions{ClientID: "ha"})
+	// Home Assistant writes switches: its own integration account (the
+	// observer of up.json is read-only).
+	out := mustChorus(t, work, "fleet", "integration", "add", "homeassistant", "--data-dir", data, "-o", "json")
+	var ia api.IntegrationAdded
+	if err := json.Unmarshal([]byte(out), &ia); err != nil {
+		t.Fatalf("integration add output %q: %v", out, err)
+	}
+	ha := brokertest.MustConnect(t, mqttAddr(t, up.MQTTURL), ia.Credentials.Username, ia.Credentials.Password, brokertest.ConnectOptions{ClientID: "ha"})
 	ha.Sub(t, "chorus/v1/pi-ha/skills")
 	waitSkills(t, ha, "pi-ha", func(s map[string]string) bool { return s["hello.chorus"] == "loaded" })
 	ha.Sub(t, "homeassistant/device/chorus_pi-ha/config")

@@ -15,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite" // integrity check of the gateway's files
 
+	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 )
 
@@ -92,12 +93,12 @@ func TestDiskFullE2E(t *testing.T) {
 	waitUp(t, f.gw, f.gwData)
 
 	added := []string{"pi-1", "pi-2", "pi-3"}
-	var refusal string
+	var refusal, refused string
 	for i := range 500 {
 		d := fmt.Sprintf("fill-%03d", i)
 		out, err := f.runFleet("device", "add", d, "--tag", "hall", "--credentials-out", f.creds(d))
 		if err != nil {
-			refusal = out
+			refusal, refused = out, d
 			break
 		}
 		added = append(added, d)
@@ -137,6 +138,28 @@ func TestDiskFullE2E(t *testing.T) {
 		if !strings.Contains(out, d) {
 			t.Fatalf("device %s, added before the limit was hit, is missing after the restart:\n%s", d, out)
 		}
+	}
+	// "Nothing changed" is said only when nothing was stored: the refused
+	// device is not there (else its one-time secret was lost).
+	if strings.Contains(refusal, "nothing changed") && strings.Contains(out, refused+" ") {
+		t.Fatalf("device %s was refused with \"nothing changed\" but is in the registry:\n%s", refused, out)
+	}
+	// An add the gateway could not confirm kept the credentials: if the
+	// device was stored, they are its working credentials (the one-time
+	// secret is not lost).
+	if strings.Contains(refusal, "may or may not") {
+		creds, err := configs.ReadAgentCredentials(f.creds(refused))
+		if err != nil {
+			t.Fatalf("unconfirmed add of %s: its credentials were not kept: %v\n%s", refused, err, refusal)
+		}
+		if strings.Contains(out, refused+" ") {
+			c, err := brokertest.Connect(t, mqttAddr(t, f.up.MQTTURL), creds.Username, creds.Password, brokertest.ConnectOptions{ClientID: refused})
+			if err != nil {
+				t.Fatalf("device %s was stored, but the credentials kept for it do not log in: %v", refused, err)
+			}
+			c.Close()
+		}
+		t.Logf("unconfirmed add of %s: stored %v, credentials kept", refused, strings.Contains(out, refused+" "))
 	}
 	if got := integrityCheck(t, filepath.Join(f.gwData, "fleet.db")); got != "ok" {
 		t.Fatalf("fleet.db integrity_check after the restart: %s", got)

@@ -161,11 +161,24 @@ func TestUpE2E(t *testing.T) {
 	if m := obs.Expect(t, "chorus/v1/gateway/availability", 5*time.Second); string(m.Payload) != "online" {
 		t.Fatalf("gateway availability = %q", m.Payload)
 	}
-	// The observer is read-only on the bus.
-	if rc := obs.Pub(t, "chorus/v1/x/bus/speak", []byte(`{"type":"speak"}`), false); rc != 0x87 {
-		t.Fatalf("observer bus publish: reason %#x, want 0x87", rc)
+	// The observer is read-only (README): no bus message, no skill switch,
+	// no install request, no Home Assistant status (issue 16 §7).
+	for _, tp := range []string{"chorus/v1/x/bus/speak", "chorus/v1/x/skill/hello.chorus/set",
+		"chorus/v1/x/skill/hello.chorus/update/set", "homeassistant/status", "chorus/v1/x/desired"} {
+		if rc := obs.Pub(t, tp, []byte("OFF"), false); rc != 0x87 {
+			t.Fatalf("observer publish on %s: reason %#x, want 0x87 (not authorized)", tp, rc)
+		}
 	}
 	obs.Close()
+	// The banner's mosquitto_sub line names the real host and port and the
+	// observer account, with no placeholder left (issue 16 §8).
+	port := up.MQTTURL[strings.LastIndex(up.MQTTURL, ":")+1:]
+	waitCount(t, p, "Stop with Ctrl-C.", 1)
+	banner := p.out.String()
+	if strings.Contains(banner, "<host>") || strings.Contains(banner, "<port>") ||
+		!strings.Contains(banner, "mosquitto_sub -V 5 -h 127.0.0.1 -p "+port+" -u "+up.Observer.Username) {
+		t.Fatalf("banner without a usable mosquitto_sub line:\n%s", banner)
+	}
 
 	start := time.Now()
 	if err := p.stop(t, 5*time.Second); err != nil {

@@ -61,6 +61,7 @@ func (a *app) newFleetCmd() *cobra.Command {
 		a.newFleetRouteCmd(f),
 		a.newFleetExportCmd(f),
 	)
+	a.wireFleetCompletion(cmd, f)
 	return cmd
 }
 

@@ -74,7 +74,7 @@ func (a *app) newFleetDeviceAddCmd(f *fleetFlags) *cobra.Command {
 			}
 			enr, err := c.AddDevice(ctx, args[0], tags)
 			if err != nil {
-				return err
+				return a.keepUnconfirmed(args[0], credsOut, err)
 			}
 			return a.printEnrolled(f, enr, credsOut, "added")
 		}),
@@ -84,6 +84,31 @@ func (a *app) newFleetDeviceAddCmd(f *fleetFlags) *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "enrol every device listed in FILE (CSV or JSON lines)")
 	cmd.Flags().StringVar(&credDir, "credentials-dir", "", "with --from: write each device's credentials to DIR/<id>.json")
 	return cmd
+}
+
+// keepUnconfirmed saves the credentials the gateway returned with an add
+// it could not confirm (the device may exist; its secret is shown only
+// now), to credsOut or stderr, and says how to find out. err is returned
+// as it was, so the exit code still says the add failed.
+func (a *app) keepUnconfirmed(id, credsOut string, err error) error {
+	var fe *fleetclient.Error
+	if !errors.As(err, &fe) || fe.Credentials == nil {
+		return err
+	}
+	where := "below"
+	if credsOut != "" {
+		if werr := configs.WriteAgentCredentials(credsOut, *fe.Credentials); werr != nil {
+			credsOut = ""
+		} else {
+			where = credsOut
+		}
+	}
+	fmt.Fprintf(a.stderr, "device %s may or may not have been added; its credentials are saved %s in case it was: "+
+		"`chorus fleet device show %s` tells (if it exists, they are its credentials; if not, add it again)\n", id, where, id)
+	if credsOut == "" {
+		_ = fleetJSON(a.stdout, *fe.Credentials)
+	}
+	return err
 }
 
 // printEnrolled shows new credentials: written to credsOut, or printed as
@@ -172,7 +197,7 @@ func (a *app) printDevice(d api.Device) error {
 	if c, ok := d.ParseConnectivity(); ok {
 		conn = fmt.Sprintf("network %s, internet %s, gui %s", fleetYN(c.Network), fleetYN(c.Internet), fleetYN(c.GUI))
 	}
-	return fleetKV(a.stdout,
+	if err := fleetKV(a.stdout,
 		"id", d.ID,
 		"tags", strings.Join(d.Tags, ", "),
 		"online", fleetYesNo(d.Online),
@@ -184,7 +209,22 @@ func (a *app) printDevice(d api.Device) error {
 		"desired version", fmt.Sprintf("%d (applied %d)", d.DesiredVersion, d.AppliedVersion),
 		"drift", fleetYesNo(d.Drift),
 		"created", fleetTime(d.CreatedAt),
-	)
+	); err != nil || len(d.Skills) == 0 {
+		return err
+	}
+	fmt.Fprintln(a.stdout)
+	t := newFleetTable(a.stdout, "SKILL", "DESIRED", "VERSION", "STATE", "WHY")
+	for _, s := range d.Skills {
+		t.row(s.ID, orDash(s.Desired), orDash(s.Version), s.State, orDash(s.Reason))
+	}
+	return t.flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func (a *app) newFleetDeviceTagCmd(f *fleetFlags) *cobra.Command {

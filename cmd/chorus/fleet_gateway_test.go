@@ -166,11 +166,13 @@ func (g *testGateway) must1(t *testing.T) func(api.Enrolled, error) api.Enrolled
 
 // announce connects as the device's agent and publishes, retained, what an
 // agent does at start (birth, availability, connectivity), then waits for
-// the controller to list it online with that connectivity.
+// the controller to list it online with that connectivity. The connection
+// stays up until the test ends: a device is online only while its agent's
+// connection lives (presence, docs/topics.md).
 func (g *testGateway) announce(t *testing.T, c configs.AgentCredentials, connectivity string) {
 	t.Helper()
 	cl := brokertest.MustConnect(t, g.m.Broker().Addr(), c.Username, c.Password, brokertest.ConnectOptions{ClientID: c.Device})
-	defer cl.Close()
+	t.Cleanup(func() { cl.Close() })
 	ctx := fleetCtx(t)
 	for _, m := range []struct{ level, payload string }{
 		{"birth", `{"session":1,"agent_version":"0.1.0"}`}, {"availability", "online"}, {"connectivity", connectivity},

@@ -80,6 +80,11 @@ func fleetReadArchive(path string) ([]byte, error) {
 		if _, err := artifact.Pack(path, &buf); err != nil {
 			return nil, err
 		}
+		// Checked here first, as `chorus skill pack` does: the error names
+		// this directory, which the gateway never sees.
+		if _, err := inspectPack(path, buf.Bytes()); err != nil {
+			return nil, fmt.Errorf("publish %s: %w", path, err)
+		}
 		return buf.Bytes(), nil
 	}
 	fh, err := os.Open(path)

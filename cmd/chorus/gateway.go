@@ -5,7 +5,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -86,6 +89,7 @@ func (a *app) newGatewayCmd() *cobra.Command {
 		Short: "Run the gateway: the embedded MQTT broker and the HTTP API",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.ignoreHangup(cmd.Context())
 			cfg, err := f.load(cmd, a)
 			if err != nil {
 				return err
@@ -149,6 +153,37 @@ func (a *app) printUp(up configs.Up, dataDir string, withAgent bool) {
 	}
 	fmt.Fprintf(a.stdout, "  dashboard  %s/ (sign in with the operator token in %s)\n", up.HTTPURL, filepath.Join(dataDir, localauth.TokenFile))
 	fmt.Fprintf(a.stdout, "Try:\n  curl %s/healthz\n", up.HTTPURL)
-	fmt.Fprintf(a.stdout, "  mosquitto_sub -V 5 -h <host> -p <port> -u %s -P <observer password from up.json> -t 'chorus/v1/#' -v\n", up.Observer.Username)
+	fmt.Fprintf(a.stdout, "  # the read-only observer account (it can publish nothing):\n  %s\n", observerSub(up, dataDir))
+	fmt.Fprintf(a.stdout, "  # Home Assistant, which switches skills, gets an account of its own:\n  chorus fleet integration add homeassistant --data-dir %s\n", shellQuote(dataDir))
 	fmt.Fprintln(a.stdout, "Stop with Ctrl-C.")
+}
+
+// observerSub is a mosquitto_sub command line that watches the whole tree
+// with the observer account of up: the broker's real host and port (a
+// wildcard listener is reached on loopback from this machine) and the
+// password read from up.json where it was written.
+func observerSub(up configs.Up, dataDir string) string {
+	host, port := "127.0.0.1", "1883"
+	tls := ""
+	if u, err := url.Parse(up.MQTTURL); err == nil {
+		if h := u.Hostname(); h != "" && !net.ParseIP(h).IsUnspecified() {
+			host = h
+		}
+		if p := u.Port(); p != "" {
+			port = p
+		}
+		if u.Scheme == "mqtts" || u.Scheme == "ssl" {
+			tls = " --cafile <the broker's CA certificate>"
+		}
+	}
+	return fmt.Sprintf(`mosquitto_sub -V 5 -h %s -p %s%s -u %s -P "$(jq -r .observer.password %s)" -t 'chorus/v1/#' -v`,
+		host, port, tls, up.Observer.Username, shellQuote(configs.UpPath(dataDir)))
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,7 +138,7 @@ func inspectPack(dir string, archive []byte) (discovery.Skill, error) {
 	entries := cat.Entries()
 	switch {
 	case len(entries) != 1:
-		return discovery.Skill{}, errors.New("not a skill directory: no SKILL.md")
+		return discovery.Skill{}, fmt.Errorf("not a skill directory: no SKILL.md in %s (a skill is a directory holding a SKILL.md that names it and its exec; docs/skills.md)", abs)
 	case !entries[0].Valid:
 		return discovery.Skill{}, fmt.Errorf("invalid skill %s: %s", entries[0].ID, entries[0].Invalid)
 	}

@@ -134,9 +134,10 @@ func TestSkillPackErrors(t *testing.T) {
 		files map[string]string
 		want  string
 	}{
-		{name: "no SKILL.md", files: map[string]string{"README": "hi"}, want: "not a skill directory: no SKILL.md"},
+		{name: "no SKILL.md", files: map[string]string{"README": "hi"}, want: "not a skill directory: no SKILL.md in /"},
 		{name: "no exec", files: map[string]string{"SKILL.md": "---\nname: x.chorus\n---\n"}, want: "invalid skill x.chorus: "},
-		{name: "bad id", files: map[string]string{"SKILL.md": "---\nname: bad/id\nexec: run.sh\n---\n", "run.sh": "#!/bin/sh\n"}, want: `invalid id "bad/id"`},
+		{name: "bad id", files: map[string]string{"SKILL.md": "---\nname: bad two!\nexec: run.sh\n---\n", "run.sh": "#!/bin/sh\n"},
+			want: `invalid id "bad two!": want 1 to 64 characters of A-Z a-z 0-9 . _ -, not starting with '.' or '-' (set name: in SKILL.md)`},
 		{name: "missing dir", want: "no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -153,6 +154,44 @@ func TestSkillPackErrors(t *testing.T) {
 			}
 			if _, err := os.Stat(out); err == nil {
 				t.Error("an archive was written for an invalid skill")
+			}
+		})
+	}
+}
+
+// TestSkillPublishErrors: `chorus fleet skill publish DIR` checks the
+// directory before sending it, and its errors name the directory, the file
+// and the rule broken (issue 16 §8). No gateway is needed to see them.
+func TestSkillPublishErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		files map[string]string
+		mode  os.FileMode
+		want  []string
+	}{
+		{name: "no SKILL.md", files: map[string]string{"README": "hi"}, mode: 0o755,
+			want: []string{"publish ", "not a skill directory: no SKILL.md in /"}},
+		{name: "exec not executable", files: map[string]string{"SKILL.md": "---\nname: x.chorus\nexec: run.sh\n---\n", "run.sh": "#!/bin/sh\n"}, mode: 0o644,
+			want: []string{"invalid skill x.chorus: exec not executable: run.sh has no execute permission (chmod +x run.sh)"}},
+		{name: "invalid id", files: map[string]string{"SKILL.md": "---\nname: bad two!\nexec: run.sh\n---\n", "run.sh": "#!/bin/sh\n"}, mode: 0o755,
+			want: []string{`invalid id "bad two!": want 1 to 64 characters`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "myskill")
+			os.MkdirAll(dir, 0o755)
+			for name, body := range tt.files {
+				os.WriteFile(filepath.Join(dir, name), []byte(body), tt.mode)
+				os.Chmod(filepath.Join(dir, name), tt.mode)
+			}
+			r := chorus(context.Background(), nil, "fleet", "skill", "publish", dir, "--server", "http://127.0.0.1:1", "--token", "x")
+			want := append([]string{"publish " + dir + ": "}, tt.want...)
+			for _, w := range want {
+				if r.code == 0 || !strings.Contains(r.stderr, w) {
+					t.Errorf("exit code %d, stderr %q; want non-zero and %q", r.code, r.stderr, w)
+				}
 			}
 		})
 	}

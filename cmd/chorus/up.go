@@ -33,6 +33,7 @@ binary when that folder is not here). State lives under ./chorus-data; up.json t
 credentials for chorus bus, chorus fleet and any MQTT client.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.ignoreHangup(cmd.Context())
 			cfg, err := f.load(cmd, a)
 			if err != nil {
 				return err

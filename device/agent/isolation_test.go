@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -125,6 +126,14 @@ func TestNoOrphansAfterAgentKill(t *testing.T) {
 
 			child, exited := startChildAgent(t, f)
 			main1, child1 := waitSkillPIDs(t, pids, nil)
+			// The agent records the skill's group just after it starts it;
+			// a crash before that (a window of a write) leaves nothing to
+			// reap by: kill only once the record is on disk.
+			waitFor(t, "the skill's group recorded", func() bool {
+				var recs []struct{ PID int }
+				b, err := os.ReadFile(filepath.Join(f.cfg.DataDir, "running-skills.json"))
+				return err == nil && json.Unmarshal(b, &recs) == nil && slices.ContainsFunc(recs, func(r struct{ PID int }) bool { return r.PID == main1 })
+			})
 			if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/discovery"
@@ -46,6 +47,11 @@ func (a *Agent) startWebsocket(ctx context.Context) error {
 		OnSkillFrame: a.manager.ObserveSkillMessage, HideFromSkills: hiddenFromSkills,
 		MaxFrame: a.cfg.WSMaxSize, MaxPacket: a.cfg.WSMaxPacket, Logger: a.log,
 	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// A second agent on one machine, or OVOS's own messagebus.
+		return fmt.Errorf("%w: another agent or OVOS messagebus already serves %s; give this agent another address with --ws-listen 127.0.0.1:PORT (config websocket.host and websocket.port), or turn the drop-in off with --ws-listen off",
+			err, a.cfg.WSListen)
+	}
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,7 @@ func gateExec(dir, rel string) gateResult {
 		return gateResult{reason: fmt.Sprintf("exec unreadable: %v", err)}
 	}
 	if fi.Mode()&0o111 == 0 {
-		return gateResult{reason: "exec not executable"}
+		return gateResult{reason: fmt.Sprintf("exec not executable: %s has no execute permission (chmod +x %s)", rel, rel)}
 	}
 	sum, err := hashFile(c.f)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // Single validates dir as one skill directory with the agent's own rules:
@@ -16,8 +17,15 @@ func Single(dir string) (Skill, error) {
 		return Skill{}, err
 	}
 	es := cat.Entries()
-	if len(es) != 1 {
-		return Skill{}, fmt.Errorf("want one skill, found %d", len(es))
+	switch {
+	case len(es) == 0:
+		return Skill{}, fmt.Errorf("want one skill, found 0: no %s at the top of the skill directory %s", skillDoc, filepath.Base(dir))
+	case len(es) > 1:
+		ids := make([]string, len(es))
+		for i, e := range es {
+			ids[i] = e.ID
+		}
+		return Skill{}, fmt.Errorf("want one skill, found %d (%s): publish one skill directory at a time", len(es), strings.Join(ids, ", "))
 	}
 	s := es[0]
 	switch {

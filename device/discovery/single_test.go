@@ -38,3 +38,15 @@ func TestSingle(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleNoSkill: a directory without SKILL.md says what was looked for
+// and where (issue 16 §8).
+func TestSingleNoSkill(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "unpacked")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "README"), []byte("hi"), 0o644)
+	_, err := Single(dir)
+	if err == nil || !strings.Contains(err.Error(), "want one skill, found 0: no SKILL.md at the top of the skill directory unpacked") {
+		t.Fatalf("err = %v", err)
+	}
+}

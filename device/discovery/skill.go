@@ -78,6 +78,10 @@ type Skill struct {
 	Invalid string // why not, when !Valid: "no exec", "invalid id ...", ...
 }
 
+// IDRule is the skill id syntax (ARCHITECTURE.md §3), as error messages
+// state it.
+const IDRule = "want 1 to 64 characters of A-Z a-z 0-9 . _ -, not starting with '.' or '-'"
+
 // loadSkill reads dir/SKILL.md and gates the exec target. It never fails:
 // whatever is wrong becomes the skill's Invalid reason, checked in this
 // order: unreadable or unparseable SKILL.md, invalid id, invalid ready,
@@ -134,7 +138,7 @@ func (s *Skill) applyFrontmatter(fm Frontmatter, body string) error {
 // loadSkill's doc comment.
 func (s *Skill) gate() {
 	if !validID(s.ID) {
-		*s = s.invalid(fmt.Sprintf("invalid id %q", s.ID))
+		*s = s.invalid(fmt.Sprintf("invalid id %q: %s (set name: in SKILL.md)", s.ID, IDRule))
 		return
 	}
 	if s.Ready != ReadyMessage && s.Ready != ReadyOnStart {

@@ -15,7 +15,10 @@
 // compatible with an older client.
 package api
 
-import "github.com/chorus-edge/chorus/fleet"
+import (
+	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet"
+)
 
 // The error codes of docs/api.md, "Errors". The fleet's own codes (invalid,
 // not_found, conflict, unavailable, internal) are fleet's; unauthorized and
@@ -43,6 +46,11 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Credentials is set only on a 503 of POST /v1/devices whose outcome the
+	// database could not confirm: the device may have been stored, and its
+	// one-time secret must not be lost, so the client keeps these; they
+	// work exactly when GET /v1/devices/{id} then finds the device.
+	Credentials *configs.AgentCredentials `json:"credentials,omitempty"`
 }
 
 // Body caps (docs/api.md): JSON requests and skill archives.

@@ -2,10 +2,14 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // Device is the API's Device: one satellite as the controller knows it, with
@@ -24,6 +28,60 @@ type Device struct {
 	DesiredVersion int64           `json:"desired_version"`
 	Drift          bool            `json:"drift"`
 	CreatedAt      time.Time       `json:"created_at"`
+	// Skills is set on GET /v1/devices/{id} only: each skill of the desired
+	// document and each the device reports, with its state and why.
+	Skills []DeviceSkill `json:"skills,omitempty"`
+}
+
+// DeviceSkill is one skill of a device as `device show` lists it.
+type DeviceSkill struct {
+	ID string `json:"id"`
+	// Desired is the version the desired document names; "" for a skill
+	// the fleet does not manage there (bundled or user).
+	Desired string `json:"desired,omitempty"`
+	// Version is the reported version, "" when not reported.
+	Version string `json:"version,omitempty"`
+	// State is the reported state (docs/topics.md skills), or "missing"
+	// when the desired document names the skill and the device does not
+	// report it.
+	State string `json:"state"`
+	// Reason says why it is not loaded as desired: the skill's error, what
+	// it waits for, or the version it runs instead.
+	Reason string `json:"reason,omitempty"`
+}
+
+// SkillMissing is DeviceSkill.State of a desired skill the device does not report.
+const SkillMissing = "missing"
+
+// NewDeviceDetail is NewDevice with the per-skill list.
+func NewDeviceDetail(d *fleet.Device, want fleet.Desired) Device {
+	v := NewDevice(d, want)
+	rep, _ := state.ParseSkills(d.Reported) // validated when stored
+	seen := map[string]bool{}
+	for _, s := range rep.Skills {
+		seen[s.ID] = true
+		v.Skills = append(v.Skills, deviceSkill(s, want.Skills[s.ID].Version))
+	}
+	for _, id := range slices.Sorted(maps.Keys(want.Skills)) {
+		if !seen[id] {
+			v.Skills = append(v.Skills, DeviceSkill{ID: id, Desired: want.Skills[id].Version, State: SkillMissing,
+				Reason: "in the desired document, not reported by the device (not installed yet)"})
+		}
+	}
+	return v
+}
+
+func deviceSkill(s state.Skill, desired string) DeviceSkill {
+	out := DeviceSkill{ID: s.ID, Desired: desired, Version: s.Version, State: string(s.State), Reason: s.Error}
+	switch {
+	case s.State == state.Waiting && len(s.WaitingFor) > 0:
+		out.Reason = "waiting for " + strings.Join(s.WaitingFor, ", ")
+	case s.State == state.Loaded && desired != "" && s.Version != desired:
+		out.Reason = "runs " + s.Version + ", desired " + desired
+	case s.State == state.Inactive && out.Reason == "":
+		out.Reason = "deactivated on the device"
+	}
+	return out
 }
 
 // reportedSkills is the part of the skills payload NewDevice counts.

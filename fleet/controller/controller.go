@@ -87,6 +87,12 @@ type Config struct {
 	HomeAssistant HomeAssistant // discovery and update entities (on unless Disabled)
 	Bridge        Bridge        // satellite ↔ hub relay and topic twins (routes.go)
 
+	// SweepWait is how long the start-up sweep of removed devices' retained
+	// topics (sweep.go) keeps listening after subscribing: 0 for the
+	// embedded broker, which delivers retained messages within Subscribe;
+	// a few seconds for an external one.
+	SweepWait time.Duration
+
 	// Connections, when set, ties presence to the broker's live connections
 	// (liveness.go; the embedded broker). PresenceGrace (20s) is how long a
 	// device recorded online may go without one after the start, or after
@@ -186,6 +192,9 @@ type Controller struct {
 type publishedDoc struct {
 	version int64
 	at      time.Time
+	// artifacts are the sha256s the document names; prev those of the
+	// document published before it (OpenArtifact serves both).
+	artifacts, prev []string
 }
 
 type execKey struct {
@@ -247,6 +256,12 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("start fleet controller: %w", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// Before the state subscriptions: a removed device's Home Assistant
+	// config is cleared before the inbox clears its availability.
+	if err := c.sweepRemoved(ctx); err != nil {
+		c.Close()
+		return fmt.Errorf("start fleet controller: sweep removed devices: %w", err)
+	}
 	if err := c.subscribe(); err != nil {
 		c.Close()
 		return fmt.Errorf("start fleet controller: %w", err)

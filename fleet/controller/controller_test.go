@@ -128,11 +128,6 @@ func TestPublishSkill(t *testing.T) {
 			}
 		})
 	}
-	f, err := e.ctl.OpenArtifact(ctx, first.SHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	skills, _ := e.ctl.ListSkills(ctx)
 	if len(skills) != 1 {
 		t.Fatalf("catalog holds %d skills, want 1 (refused ones change nothing)", len(skills))

@@ -94,6 +94,14 @@ func (h *haPublisher) take(id string) haDevice {
 	return d
 }
 
+// has reports whether something is remembered as published for a device.
+func (h *haPublisher) has(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.devices[id]
+	return ok
+}
+
 func (h *haPublisher) born() {
 	h.mu.Lock()
 	defer h.mu.Unlock()

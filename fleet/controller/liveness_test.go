@@ -58,6 +58,13 @@ func TestReimagedDeviceIsOnlineAtOnce(t *testing.T) {
 
 	e.startAgent(creds, 1, "ok")
 	eventually(t, "online with session 1", func() bool { return e.online("pi") })
+	// Heard as long as its connection lives, not only when it connected:
+	// the LAST SEEN shown moves on past the stored connect time.
+	stored, _ := e.db.GetDevice(context.Background(), "pi")
+	eventually(t, "LAST SEEN past the connect time while connected", func() bool {
+		d, err := e.ctl.GetDevice(context.Background(), "pi")
+		return err == nil && d.LastSeen.After(stored.LastSeen)
+	})
 	eventually(t, "retained availability online", func() bool { return e.retainedAvailability("pi") == "online" })
 	d, _ := e.db.GetDevice(context.Background(), "pi")
 	if d.BirthSession != 1 {

@@ -124,7 +124,11 @@ func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) (Result
 		return Result{}, err
 	}
 	c.pubMu.Lock()
-	c.published[d.ID] = publishedDoc{version: doc.Version, at: now}
+	prev := last.prev
+	if ok && doc.Version > last.version {
+		prev = last.artifacts
+	}
+	c.published[d.ID] = publishedDoc{version: doc.Version, at: now, artifacts: artifactsOf(doc), prev: prev}
 	c.pubMu.Unlock()
 	c.changed("device/" + d.ID)
 	if behind {
@@ -266,19 +270,35 @@ func (c *Controller) startVersion(e *fleet.Execution, doc fleet.Desired) int64 {
 	return doc.Version
 }
 
-// removed is the pass of a device not in the registry: it forgets the
-// device and clears its retained topics again. RemoveDevice queues it after
-// its own forget and clearTopics, so what a pass that loaded the device
-// before the removal published or remembered afterwards (its summary entry,
-// a desired document, a Home Assistant config, an availability re-publish)
-// goes too. Devices of LocalAccounts are not in the registry and are left alone.
+// removed is the pass of a device not in the registry. RemoveDevice queues
+// it after its own forget and clears, so it clears again only what a pass
+// that loaded the device before the removal published and remembered
+// afterwards (a desired document, a Home Assistant config): a plain removal
+// sends its clear sequence once. An availability message that arrived
+// after RemoveDevice's forget (a racing pass's repair, a retained "online"
+// the presence check set aside for this pass, a Will) is cleared again too.
+// Devices of LocalAccounts are not in the registry and are left alone.
 func (c *Controller) removed(id string) {
+	c.pubMu.Lock()
+	_, desiredAgain := c.published[id]
+	c.pubMu.Unlock()
+	availAgain := false
+	if t, err := topic.Availability(id); err == nil {
+		_, availAgain = c.inbox.lastAvailability(t)
+	}
 	c.forget(id)
 	if c.local[id] {
 		return
 	}
-	c.clearTopics(id)
-	c.removeHA(id)
+	if c.ha.has(id) {
+		c.removeHA(id)
+	}
+	if availAgain {
+		c.clearTopic(topic.Availability, id)
+	}
+	if desiredAgain {
+		c.clearTopic(topic.Desired, id)
+	}
 }
 
 // forget drops what the controller remembers of a removed device.

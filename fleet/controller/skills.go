@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/gateway/artifact"
@@ -129,9 +130,18 @@ func (c *Controller) inspect(path string) (SkillInfo, error) {
 
 func (c *Controller) artifactPath(sum string) string { return filepath.Join(c.cfg.ArtifactDir, sum) }
 
-// OpenArtifact opens a published archive by sha256 for the download handler.
-func (c *Controller) OpenArtifact(ctx context.Context, sum string) (*os.File, error) {
+// OpenArtifact opens a published archive by sha256 for the download
+// handler, for device: only an archive its current desired document names,
+// or the one this controller published before it (a download begun just
+// before a new document still completes), is served; any other is not
+// found, whether it exists or not (issue 16 §7; docs/api.md). What a device
+// may install is its desired document, and skills can carry private
+// configuration or code meant for some devices only.
+func (c *Controller) OpenArtifact(ctx context.Context, device, sum string) (*os.File, error) {
 	if err := fleet.ValidSHA256(sum); err != nil {
+		return nil, err
+	}
+	if err := c.artifactFor(ctx, device, sum); err != nil {
 		return nil, err
 	}
 	if _, err := c.store.ArtifactBySHA256(ctx, sum); err != nil {
@@ -201,4 +211,32 @@ func (c *Controller) requeueTarget(ctx context.Context, t fleet.Target) {
 	for _, d := range devs {
 		c.queue.Add(d.ID)
 	}
+}
+
+// artifactFor reports, as not found, an archive neither device's current
+// desired document nor the one published before it names.
+func (c *Controller) artifactFor(ctx context.Context, device, sum string) error {
+	doc, err := c.store.DesiredFor(ctx, device)
+	if err != nil {
+		return fmt.Errorf("artifact %s for device %s: %w", sum, device, err)
+	}
+	if slices.Contains(artifactsOf(doc), sum) {
+		return nil
+	}
+	c.pubMu.Lock()
+	prev := c.published[device].prev
+	c.pubMu.Unlock()
+	if slices.Contains(prev, sum) {
+		return nil
+	}
+	return fleet.Errorf(fleet.ENOTFOUND, "artifact %s is not in device %s's desired document", sum, device)
+}
+
+// artifactsOf returns the sha256s a desired document names.
+func artifactsOf(doc fleet.Desired) []string {
+	out := make([]string, 0, len(doc.Skills))
+	for _, s := range doc.Skills {
+		out = append(out, s.SHA256)
+	}
+	return out
 }

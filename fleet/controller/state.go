@@ -82,6 +82,11 @@ func (c *Controller) applyState(ctx context.Context, m broker.Message) {
 	case fleet.ErrorCode(err) == fleet.ENOTFOUND:
 		c.clearStale(dev, m)
 		return
+	case err != nil && c.ctx.Err() != nil:
+		// Stopping: the store call was canceled, not refused (no WARN on a
+		// clean stop, issue 16 §8).
+		c.log.Debug("device state not stored: the controller is stopping", "topic", m.Topic, "error", err)
+		return
 	case err != nil:
 		c.log.Warn("device state refused", "topic", m.Topic, "error", err)
 		return

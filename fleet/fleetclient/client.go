@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
 )
 
@@ -68,6 +69,9 @@ type Error struct {
 	Status  int    // HTTP status
 	Code    string // one of api's Code constants, "" when the reply was not the API's
 	Message string
+	// Credentials come with an add whose outcome the gateway could not
+	// confirm (api.ErrorDetail.Credentials): keep them.
+	Credentials *configs.AgentCredentials
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -175,7 +179,7 @@ func decodeError(resp *http.Response, body []byte) error {
 		if msg == "" {
 			msg = e.Error.Code
 		}
-		return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: msg}
+		return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: msg, Credentials: e.Error.Credentials}
 	}
 	msg := "HTTP " + resp.Status
 	if line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n"); line != "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/configs"
@@ -46,7 +47,7 @@ func (m *Main) startFleet(ctx context.Context, accounts []broker.Account, device
 		HomeAssistant: controller.HomeAssistant{Disabled: !cfg.HomeAssistant.Enabled, Prefix: cfg.HomeAssistant.Prefix, Version: m.cfg.Version},
 		Bridge: controller.Bridge{Twins: cfg.Bridge.Twins, TwinsByDevice: cfg.Bridge.TwinsByDevice,
 			Grace: cfg.Bridge.Grace.Duration(), Hold: cfg.Bridge.Hold, Rate: cfg.Bridge.Rate, Burst: cfg.Bridge.Burst},
-		SecretIssued: m.exports.SecretIssued,
+		SecretIssued: m.exports.SecretIssued, SweepWait: m.sweepWait(),
 	})
 	if err != nil {
 		return err
@@ -88,6 +89,16 @@ func (m *Main) controllerBroker() controller.Broker {
 		return m.ext.Broker()
 	}
 	return m.broker
+}
+
+// sweepWait is how long the controller's start-up sweep of removed devices
+// listens for retained messages: an external broker sends them after its
+// SUBACK, the embedded one within the subscribe.
+func (m *Main) sweepWait() time.Duration {
+	if m.ext != nil {
+		return 5 * time.Second
+	}
+	return 0
 }
 
 // brokerStats is the embedded broker's counters for metrics; nil on an

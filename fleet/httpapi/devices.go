@@ -42,6 +42,12 @@ func (s *Server) addDevice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, creds, err := s.cfg.Fleet.AddDevice(r.Context(), actor, req.ID, req.Tags)
+	if err != nil && creds.Password != "" {
+		// The outcome is unknown: the error goes back with the credentials,
+		// which the client keeps (docs/api.md).
+		writeErrorCredentials(w, s.cfg.Logger, r, err, creds)
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -50,17 +56,22 @@ func (s *Server) addDevice(w http.ResponseWriter, r *http.Request) {
 }
 
 // answerEnrolled answers a device with its credentials, shown only here.
+// The device is stored: a failure to compute its view (its desired
+// document, a write on a full disk) must not turn the answer into an
+// error that loses the one-time secret (issue 16 §7), so the view then
+// goes without the desired document's figures.
 func (s *Server) answerEnrolled(w http.ResponseWriter, r *http.Request, status int, d *fleet.Device, creds configs.AgentCredentials) {
 	v, err := s.view(r, d)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		s.cfg.Logger.Warn("device stored; its desired document could not be read for the answer", "device", d.ID, "error", err)
+		v = api.NewDevice(d, fleet.Desired{})
 	}
 	writeJSON(w, status, api.Enrolled{Device: v, Credentials: creds})
 }
 
 func (s *Server) answerDevice(w http.ResponseWriter, r *http.Request, d *fleet.Device) {
-	v, err := s.view(r, d)
+	want, err := s.cfg.Fleet.DesiredOf(r.Context(), d.ID)
+	v := api.NewDeviceDetail(d, want)
 	if err != nil {
 		s.fail(w, r, err)
 		return

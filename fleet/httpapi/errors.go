@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
 )
@@ -39,6 +40,14 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 		log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	writeJSON(w, status, api.ErrorBody{Error: api.ErrorDetail{Code: code, Message: msg}})
+}
+
+// writeErrorCredentials is writeError with the credentials of a device
+// whose add may have been stored (api.ErrorDetail.Credentials).
+func writeErrorCredentials(w http.ResponseWriter, log *slog.Logger, r *http.Request, err error, creds configs.AgentCredentials) {
+	log.Error("http request failed; credentials returned with the error", "method", r.Method, "path", r.URL.Path, "error", err)
+	writeJSON(w, http.StatusServiceUnavailable, api.ErrorBody{Error: api.ErrorDetail{Code: api.CodeUnavailable,
+		Message: fleet.ErrorMessage(err), Credentials: &creds}})
 }
 
 func writeCode(w http.ResponseWriter, status int, code, msg string) {

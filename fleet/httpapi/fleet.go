@@ -37,7 +37,7 @@ type Fleet interface {
 	Resolve(ctx context.Context, query string) (*fleet.SkillVersion, error)
 	SetSkillConfig(ctx context.Context, actor, skill string, t fleet.Target, settings json.RawMessage) (*fleet.Assignment, error)
 	RequestSkills(ctx context.Context, device string, action fleet.AssignmentAction, packages []string) (fleet.Desired, error)
-	OpenArtifact(ctx context.Context, sha256 string) (*os.File, error)
+	OpenArtifact(ctx context.Context, device, sha256 string) (*os.File, error)
 
 	CreateRollout(ctx context.Context, actor string, r *fleet.Rollout) (*fleet.Rollout, error)
 	ListRollouts(ctx context.Context, f fleet.RolloutFilter) ([]*fleet.Rollout, error)

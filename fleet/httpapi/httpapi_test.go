@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
@@ -211,6 +212,14 @@ func TestArtifactDownload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, other, err := ctl.AddDevice(ctx, "test", "pi-2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only pi-1's desired document names the archive (issue 16 §7).
+	if _, err := ctl.RequestSkills(ctx, "pi-1", fleet.AssignInstall, []string{"hello.test"}); err != nil {
+		t.Fatal(err)
+	}
 	path := "/v1/artifacts/" + v.SHA256
 	basic := func(u, p string) func(*http.Request) { return func(r *http.Request) { r.SetBasicAuth(u, p) } }
 	tests := []struct {
@@ -222,6 +231,7 @@ func TestArtifactDownload(t *testing.T) {
 	}{
 		{"device", basic("pi-1", creds.Password), "", 200, archive},
 		{"range", basic("pi-1", creds.Password), "bytes=10-19", 206, archive[10:20]},
+		{"another device's artifact", basic("pi-2", other.Password), "", 404, nil},
 		{"wrong secret", basic("pi-1", "nope"), "", 401, nil},
 		{"unknown device", basic("pi-9", creds.Password), "", 401, nil},
 		{"operator token", bearer(token), "", 401, nil},

@@ -85,7 +85,8 @@ func (s *Server) configSkill(w http.ResponseWriter, r *http.Request) {
 // and conditional requests. The sha256 is the strong ETag.
 func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 	sum := r.PathValue("sha256")
-	f, err := s.cfg.Fleet.OpenArtifact(r.Context(), sum)
+	device, _, _ := r.BasicAuth() // checked by s.device
+	f, err := s.cfg.Fleet.OpenArtifact(r.Context(), device, sum)
 	if err != nil {
 		s.fail(w, r, err)
 		return

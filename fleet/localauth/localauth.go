@@ -105,7 +105,7 @@ func write(path string, l Local) error {
 // Accounts returns the broker accounts for the local credentials.
 func (l Local) Accounts() ([]broker.Account, error) {
 	accts := []broker.Account{
-		broker.IntegrationAccount(nameOf(l.Observer.Username), broker.HashSecret(l.Observer.Password)),
+		broker.ObserverAccount(nameOf(l.Observer.Username), broker.HashSecret(l.Observer.Password)),
 		broker.OperatorAccount(nameOf(l.Operator.Username), broker.HashSecret(l.Operator.Password)),
 	}
 	if d := l.Device; d != nil {

@@ -10,6 +10,8 @@
 package sqlite
 
 import (
+	"github.com/chorus-edge/chorus/gateway/privatedb"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -72,6 +74,9 @@ func Open(path string, now func() time.Time) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open fleet db %s: %w", path, err)
+	}
+	if err := privatedb.Prepare(abs); err != nil {
+		return nil, fmt.Errorf("open fleet db: %w", err)
 	}
 	db := &DB{path: abs, now: now, desired: newDesiredCache()}
 	if db.w, err = openPool(abs, writerParams, 1); err != nil {

@@ -192,6 +192,11 @@ func transition(ctx context.Context, tx *tx, e *fleet.Execution, to fleet.ExecSt
 	if err != nil {
 		return err
 	}
+	// The rollout changed too: its updated_at (`rollout list` UPDATED)
+	// moves with every execution that starts or finishes (issue 16 §8).
+	if _, err := tx.ExecContext(ctx, `UPDATE rollouts SET updated_at = ? WHERE id = ?`, encTime(tx.now), e.RolloutID); err != nil {
+		return err
+	}
 	detail, err := json.Marshal(map[string]any{"from": from, "to": to, "reason": reason})
 	if err != nil {
 		return err

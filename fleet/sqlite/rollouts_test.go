@@ -295,3 +295,26 @@ func TestDeleteDeviceCancelsExecutions(t *testing.T) {
 		t.Fatalf("execution of a removed device = %+v, %v", e, err)
 	}
 }
+
+// TestRolloutUpdatedFollowsExecutions: a rollout's updated_at (`rollout
+// list` UPDATED) moves when one of its executions starts or finishes, not
+// only when the rollout's own state changes (issue 16 §8).
+func TestRolloutUpdatedFollowsExecutions(t *testing.T) {
+	db, c := mustOpen(t)
+	mustPublish(t, db, "weather", "1.0.0")
+	mustDevice(t, db, "pi1")
+	r := &fleet.Rollout{SkillID: "weather", Action: fleet.RolloutInstall, Targets: []fleet.Target{fleet.AllTarget()}}
+	mustRollout(t, db, r)
+	mustRolloutState(t, db, r.ID, fleet.RolloutInProgress)
+	for _, to := range []fleet.ExecState{fleet.ExecInProgress, fleet.ExecSucceeded} {
+		c.Advance(time.Minute)
+		mustExec(t, db, r.ID, "pi1", to)
+		got, err := db.GetRollout(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.UpdatedAt.Equal(c.Now()) {
+			t.Fatalf("after the execution became %s: rollout updated_at = %v, want %v", to, got.UpdatedAt, c.Now())
+		}
+	}
+}
