@@ -308,6 +308,29 @@ type RolloutService interface {
 	GetExecution(ctx context.Context, rolloutID int64, deviceID string) (*Execution, error)
 	ListExecutions(ctx context.Context, f ExecutionFilter) ([]*Execution, error)
 	TransitionExecution(ctx context.Context, rolloutID int64, deviceID string, to ExecState, reason string) (*Execution, error)
+	// StartExecutions starts queued executions in one transaction: for
+	// each, it puts the device assignment that makes the change, computes
+	// the device's desired document (DesiredFor) and moves the execution to
+	// in_progress. A start whose assignment names a device, skill or version
+	// that is gone gets ErrNotFound in its ExecStarted and changes nothing;
+	// any other error changes nothing at all.
+	StartExecutions(ctx context.Context, starts []ExecStart) ([]ExecStarted, error)
+}
+
+// ExecStart is one execution to start and the device assignment it puts
+// (its Target is the execution's device).
+type ExecStart struct {
+	RolloutID  int64
+	Assignment *Assignment
+}
+
+// ExecStarted is what StartExecutions did with one ExecStart: the execution
+// in progress and the device's desired document with the assignment, or Err
+// (ENOTFOUND) and nothing changed.
+type ExecStarted struct {
+	Execution *Execution
+	Desired   Desired
+	Err       error
 }
 
 func contains[T comparable](list []T, v T) bool {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-edge/chorus/broker"
@@ -159,6 +160,11 @@ type Controller struct {
 	relay   relayRun      // the bridge relay (routes.go)
 	changes changeHub     // subscribers to what changed (changes.go)
 	births  births        // each device's latest birth details (changes.go)
+
+	// removals counts RemoveDevice's deletions: a pass that saw it unchanged
+	// since it read its device needs no second read to know no removal
+	// cleared its topics meanwhile (reconcileHA).
+	removals atomic.Uint64
 
 	tableMu sync.Mutex // serialises rebuildTable: the last rebuild reads the newest registry
 	table   tableBox

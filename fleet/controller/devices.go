@@ -114,6 +114,7 @@ func (c *Controller) RemoveDevice(ctx context.Context, actor, id string) error {
 	if err := c.store.DeleteDevice(ctx, id); err != nil {
 		return err
 	}
+	c.removals.Add(1) // before removeHA below (reconcileHA)
 	c.audit(ctx, actor, "device.remove", "device/"+id, nil)
 	err := c.registryChanged(ctx)
 	c.forget(id)

@@ -319,63 +319,92 @@ func (c *Controller) startQueued(ctx context.Context, r *fleet.Rollout, n tally,
 		c.waiting[e.DeviceID] = true
 	}
 	c.pubMu.Unlock()
+	var batch []*fleet.Execution
 	for _, e := range execs {
 		if slots <= 0 {
-			return nil
+			break
 		}
 		if e.State != fleet.ExecQueued || (canaryPending && !e.Canary) || !c.isOnline(e.DeviceID) {
 			continue
 		}
 		if rateLeft == 0 {
 			c.setRateHeld(r.ID, rate)
-			return nil
+			break
 		}
-		if err := c.startExecution(ctx, r, e); err != nil {
-			return err
-		}
-		c.noteStart(r, now)
+		batch = append(batch, e)
 		slots--
 		rateLeft--
+		if len(batch) == startBatch {
+			if err := c.startExecutions(ctx, r, batch, now); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
 	}
-	return nil
+	return c.startExecutions(ctx, r, batch, now)
 }
 
-// startExecution puts the device-level assignment that makes the change,
-// then marks the execution in progress and reconciles the device. The order
-// makes a crash in between harmless: the execution is still queued, and
-// putting the same assignment again changes no desired document.
-func (c *Controller) startExecution(ctx context.Context, r *fleet.Rollout, e *fleet.Execution) error {
-	a, err := c.assignmentFor(ctx, r, e.DeviceID)
-	if err != nil {
-		return err
+// startBatch is the most executions one store transaction starts: larger
+// batches save commits, smaller ones hold the writer for less time and let
+// the first devices of a large rollout start sooner.
+const startBatch = 64
+
+// startExecutions starts es (queued executions of r) in one store
+// transaction (fleet.RolloutService.StartExecutions): each puts the
+// device-level assignment that makes the change, its device's desired
+// document is recomputed and the execution is marked in progress, all or
+// nothing, so a crash leaves every execution queued; then the devices are
+// reconciled. An execution whose device, skill or version is gone fails.
+//
+// Until the store answers, judge finds the executions starting at an unknown
+// version (startVersion): a device pass that reads the execution in
+// progress before this records the version it started with must not judge
+// it by an older document.
+func (c *Controller) startExecutions(ctx context.Context, r *fleet.Rollout, es []*fleet.Execution, now time.Time) error {
+	if len(es) == 0 {
+		return nil
 	}
-	if err := c.store.PutAssignment(ctx, a); err != nil {
-		if fleet.ErrorCode(err) == fleet.ENOTFOUND {
-			c.finish(ctx, e, fleet.ExecFailed, err.Error())
-			return nil
+	starts := make([]fleet.ExecStart, 0, len(es))
+	for _, e := range es {
+		a, err := c.assignmentFor(ctx, r, e.DeviceID)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("start %s on %s: %w", r.SkillID, e.DeviceID, err)
+		starts = append(starts, fleet.ExecStart{RolloutID: e.RolloutID, Assignment: a})
 	}
-	doc, err := c.store.DesiredFor(ctx, e.DeviceID)
-	if err != nil {
-		return fmt.Errorf("start %s on %s: %w", r.SkillID, e.DeviceID, err)
-	}
-	key := execKey{e.RolloutID, e.DeviceID}
 	c.pubMu.Lock()
-	c.startVer[key] = doc.Version
-	c.pubMu.Unlock()
-	if _, err := c.store.TransitionExecution(ctx, e.RolloutID, e.DeviceID, fleet.ExecInProgress, ""); err != nil {
-		c.pubMu.Lock()
-		delete(c.startVer, key)
-		c.pubMu.Unlock()
-		return fmt.Errorf("start %s on %s: %w", r.SkillID, e.DeviceID, err)
+	for _, e := range es {
+		c.startVer[execKey{e.RolloutID, e.DeviceID}] = startingVersion
 	}
-	e.State = fleet.ExecInProgress
-	c.changed(rolloutSubject(e.RolloutID))
-	p := progress{seen: time.Now()} // started just now: no credit
-	c.inProgress[key] = p
-	c.noteDeadline(r, p)
-	c.queue.Add(e.DeviceID)
+	c.pubMu.Unlock()
+	res, err := c.store.StartExecutions(ctx, starts)
+	c.pubMu.Lock()
+	for i, e := range es {
+		key := execKey{e.RolloutID, e.DeviceID}
+		if err != nil || res[i].Err != nil {
+			delete(c.startVer, key)
+		} else {
+			c.startVer[key] = res[i].Desired.Version
+		}
+	}
+	c.pubMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", r.SkillID, err)
+	}
+	for i, e := range es {
+		c.noteStart(r, now)
+		if res[i].Err != nil {
+			c.finish(ctx, e, fleet.ExecFailed, res[i].Err.Error())
+			continue
+		}
+		e.State = fleet.ExecInProgress
+		key := execKey{e.RolloutID, e.DeviceID}
+		p := progress{seen: time.Now()} // started just now: no credit
+		c.inProgress[key] = p
+		c.noteDeadline(r, p)
+		c.queue.Add(e.DeviceID)
+	}
+	c.changed(rolloutSubject(r.ID))
 	return nil
 }
 

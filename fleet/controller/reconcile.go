@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ func (c *Controller) runWorker() {
 // Assistant topics (hareconcile.go).
 func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err error) {
 	defer func(start time.Time) { c.metrics.observeReconcile(start, c.cfg.Now(), err) }(c.cfg.Now())
+	removals := c.removals.Load() // before the device is read (reconcileHA)
 	d, err := c.store.GetDevice(ctx, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		c.removed(id)
@@ -80,7 +82,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err 
 	if res, err = c.publishIfNeeded(d, doc); err != nil {
 		return Result{}, reconcileError(id, err)
 	}
-	if err := c.reconcileHA(ctx, d); err != nil {
+	if err := c.reconcileHA(ctx, d, rep, removals); err != nil {
 		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
 	if err := c.judge(ctx, d, doc, rep); err != nil {
@@ -251,6 +253,10 @@ func verdict(r *fleet.Rollout, doc fleet.Desired, rep state.Skills, start int64)
 	}
 	return "", "", false
 }
+
+// startingVersion is startVer's mark of an execution the engine is starting
+// (startExecutions): no document is new enough to judge it yet.
+const startingVersion = math.MaxInt64
 
 // startVersion is the desired version an execution started with in this
 // run, or the current one (after a restart the controller does not know

@@ -24,35 +24,39 @@ func (db *DB) PutAssignment(ctx context.Context, a *fleet.Assignment) error {
 	if err != nil {
 		return err
 	}
-	return db.write(ctx, func(tx *tx) error {
-		if _, err := resolveVersion(ctx, tx, a.SkillID, a.Version); err != nil {
+	defer db.desired.dropTarget(a.Target) // once committed (desiredcache.go)
+	return db.write(ctx, func(tx *tx) error { return putAssignment(ctx, tx, a, settings) })
+}
+
+// putAssignment is PutAssignment in tx, with a's settings compacted.
+func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage) error {
+	if _, err := resolveVersion(ctx, tx, a.SkillID, a.Version); err != nil {
+		return err
+	}
+	if a.Target.Kind == fleet.TargetDevice {
+		if err := deviceExists(ctx, tx, a.Target.Value); err != nil {
 			return err
 		}
-		if a.Target.Kind == fleet.TargetDevice {
-			if err := deviceExists(ctx, tx, a.Target.Value); err != nil {
-				return err
-			}
-		}
-		seq, err := nextCounter(ctx, tx, "assignment_seq")
-		if err != nil {
-			return err
-		}
-		var created int64
-		err = tx.QueryRowContext(ctx, `INSERT INTO assignments
-			(skill_id, target_kind, target_value, action, version, settings, seq, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (skill_id, target_kind, target_value) DO UPDATE SET
-				action = excluded.action, version = excluded.version, settings = excluded.settings,
-				seq = excluded.seq, updated_at = excluded.updated_at
-			RETURNING id, created_at`,
-			a.SkillID, a.Target.Kind, a.Target.Value, a.Action, a.Version, nullJSON(settings), seq,
-			encTime(tx.now), encTime(tx.now)).Scan(&a.ID, &created)
-		if err != nil {
-			return err
-		}
-		a.Settings, a.Seq, a.CreatedAt, a.UpdatedAt = settings, seq, decTime(created), tx.now
-		return nil
-	})
+	}
+	seq, err := nextCounter(ctx, tx, "assignment_seq")
+	if err != nil {
+		return err
+	}
+	var created int64
+	err = tx.QueryRowContext(ctx, `INSERT INTO assignments
+		(skill_id, target_kind, target_value, action, version, settings, seq, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (skill_id, target_kind, target_value) DO UPDATE SET
+			action = excluded.action, version = excluded.version, settings = excluded.settings,
+			seq = excluded.seq, updated_at = excluded.updated_at
+		RETURNING id, created_at`,
+		a.SkillID, a.Target.Kind, a.Target.Value, a.Action, a.Version, nullJSON(settings), seq,
+		encTime(tx.now), encTime(tx.now)).Scan(&a.ID, &created)
+	if err != nil {
+		return err
+	}
+	a.Settings, a.Seq, a.CreatedAt, a.UpdatedAt = settings, seq, decTime(created), tx.now
+	return nil
 }
 
 // GetAssignment returns the assignment of a skill to a target.
@@ -75,6 +79,7 @@ func (db *DB) DeleteAssignment(ctx context.Context, skillID string, t fleet.Targ
 	if err := validSkillTarget(skillID, t); err != nil {
 		return err
 	}
+	defer db.desired.dropTarget(t) // once committed (desiredcache.go)
 	return db.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM assignments WHERE skill_id = ? AND target_kind = ? AND target_value = ?`,
 			skillID, t.Kind, t.Value)

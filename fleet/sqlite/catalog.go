@@ -26,6 +26,7 @@ func (db *DB) PublishVersion(ctx context.Context, v *fleet.SkillVersion) (*fleet
 		return nil, err
 	}
 	var out *fleet.SkillVersion
+	defer db.desired.dropAll() // a new latest version, once committed (desiredcache.go)
 	err = db.write(ctx, func(tx *tx) error {
 		old, err := getVersion(ctx, tx, v.SkillID, v.Version)
 		switch {

@@ -57,6 +57,8 @@ type DB struct {
 	// statement prepared on a connection for every transaction on it.
 	stmts sync.Map // stmtKey -> *sql.Stmt
 
+	desired *desiredCache // DesiredFor's documents (desiredcache.go)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -76,7 +78,7 @@ func Open(path string, now func() time.Time) (*DB, error) {
 	if err := privatedb.Prepare(abs); err != nil {
 		return nil, fmt.Errorf("open fleet db: %w", err)
 	}
-	db := &DB{path: abs, now: now}
+	db := &DB{path: abs, now: now, desired: newDesiredCache()}
 	if db.w, err = openPool(abs, writerParams, 1); err != nil {
 		return nil, err
 	}

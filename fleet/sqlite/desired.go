@@ -18,26 +18,38 @@ import (
 //
 // The computation runs first on the read pool; only a changed document
 // takes the writer, where it is computed again and stored, so a reconciler
-// pass over an unchanged fleet never holds up writes.
+// pass over an unchanged fleet never holds up writes. The document returned
+// is kept in memory until a write it depends on commits (desiredcache.go), so
+// calls in between run no statement.
 func (db *DB) DesiredFor(ctx context.Context, deviceID string) (fleet.Desired, error) {
 	if err := fleet.ValidDeviceID(deviceID); err != nil {
 		return fleet.Desired{}, err
+	}
+	doc, seq, ok := db.desired.get(deviceID)
+	if ok {
+		return doc, nil
 	}
 	var c computed
 	err := db.read(ctx, func(tx *tx) (err error) {
 		c, err = computeDesired(ctx, tx, deviceID)
 		return err
 	})
-	if err != nil || c.unchanged() {
+	if err != nil {
 		return c.doc, err
 	}
-	err = db.write(ctx, func(tx *tx) (err error) {
-		if c, err = computeDesired(ctx, tx, deviceID); err != nil || c.unchanged() {
-			return err
+	if !c.unchanged() {
+		err = db.write(ctx, func(tx *tx) (err error) {
+			if c, err = computeDesired(ctx, tx, deviceID); err != nil || c.unchanged() {
+				return err
+			}
+			return storeDesired(ctx, tx, deviceID, &c)
+		})
+		if err != nil {
+			return c.doc, err
 		}
-		return storeDesired(ctx, tx, deviceID, &c)
-	})
-	return c.doc, err
+	}
+	db.desired.put(deviceID, c.doc, seq)
+	return c.doc, nil
 }
 
 // computed is a desired document with what is stored for the device.

@@ -1,0 +1,101 @@
+package sqlite
+
+import (
+	"testing"
+
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+// TestDesiredCacheRefusesStaleReads: a document read before a drop that
+// concerns it is not kept (the write may have committed after the read's
+// snapshot); one read after the drop, or before a drop of another device,
+// is.
+func TestDesiredCacheRefusesStaleReads(t *testing.T) {
+	doc := fleet.Desired{Version: 3, Skills: map[string]fleet.DesiredSkill{"weather": {Version: "1.0.0"}}}
+	c := newDesiredCache()
+
+	_, seq, ok := c.get("pi1")
+	if ok {
+		t.Fatal("empty cache hit")
+	}
+	c.drop("pi1")
+	c.put("pi1", doc, seq)
+	if _, _, ok := c.get("pi1"); ok {
+		t.Fatal("a read from before pi1's drop was kept")
+	}
+
+	_, seq, _ = c.get("pi1")
+	c.drop("pi2")
+	c.put("pi1", doc, seq)
+	if got, _, ok := c.get("pi1"); !ok || got.Version != 3 {
+		t.Fatal("a drop of pi2 refused pi1's read")
+	}
+
+	_, seq, _ = c.get("pi2")
+	c.dropAll()
+	c.put("pi2", doc, seq)
+	if _, _, ok := c.get("pi2"); ok {
+		t.Fatal("a read from before a drop of every device was kept")
+	}
+	if _, _, ok := c.get("pi1"); ok {
+		t.Fatal("dropAll kept pi1")
+	}
+
+	_, seq, _ = c.get("pi3")
+	c.dropTarget(fleet.DeviceTarget("pi3"))
+	c.put("pi3", doc, seq)
+	if _, _, ok := c.get("pi3"); ok {
+		t.Fatal("a device assignment did not drop its device")
+	}
+	_, seq, _ = c.get("pi3")
+	c.dropTarget(fleet.TagTarget("kitchen"))
+	c.put("pi3", doc, seq)
+	if _, _, ok := c.get("pi3"); ok {
+		t.Fatal("a tag assignment did not drop every device")
+	}
+}
+
+// TestDesiredForFillsTheCache: DesiredFor keeps what it returns.
+func TestDesiredForFillsTheCache(t *testing.T) {
+	db, err := Open(t.TempDir()+"/fleet.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	if err := db.CreateDevice(ctx, &fleet.Device{ID: "pi1", SecretHash: "x", SkillKey: make([]byte, 32)}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := db.DesiredFor(ctx, "pi1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, ok := db.desired.get("pi1")
+	if !ok || got.Version != want.Version {
+		t.Fatalf("cache holds %+v (%v), DesiredFor returned %+v", got, ok, want)
+	}
+}
+
+// TestDesiredCacheReplace: a writer's own document is kept unless a drop
+// came after the sequence it read inside its transaction, and replacing
+// refuses readers that started before it.
+func TestDesiredCacheReplace(t *testing.T) {
+	doc := fleet.Desired{Version: 7}
+	c := newDesiredCache()
+	_, readerSeq, _ := c.get("pi1")
+	seq := c.sequence()
+	c.replace("pi1", doc, seq)
+	if got, _, ok := c.get("pi1"); !ok || got.Version != 7 {
+		t.Fatal("replace did not keep the writer's document")
+	}
+	c.put("pi1", fleet.Desired{Version: 6}, readerSeq)
+	if got, _, _ := c.get("pi1"); got.Version != 7 {
+		t.Fatal("a reader from before replace overwrote it")
+	}
+	seq = c.sequence()
+	c.drop("pi1") // a later write's drop ran before the replace
+	c.replace("pi1", fleet.Desired{Version: 8}, seq)
+	if _, _, ok := c.get("pi1"); ok {
+		t.Fatal("replace kept a document a later write dropped")
+	}
+}

@@ -1,0 +1,75 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"github.com/chorus-edge/chorus/fleet"
+)
+
+// TestStartExecutions: a batch puts each device assignment, stores each
+// device's new document and moves each execution in progress; a start naming
+// a version that is gone fails alone; a start the state machine refuses
+// (the rollout was paused) leaves the whole batch undone.
+func TestStartExecutions(t *testing.T) {
+	db, _ := mustOpen(t)
+	mustPublish(t, db, "weather", "1.0.0")
+	for _, id := range []string{"pi-a", "pi-b", "pi-c"} {
+		mustDevice(t, db, id)
+	}
+	before := map[string]fleet.Desired{}
+	for _, id := range []string{"pi-a", "pi-b", "pi-c"} {
+		d, err := db.DesiredFor(ctx, id) // fills the cache
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[id] = d
+	}
+	r := &fleet.Rollout{SkillID: "weather", Action: fleet.RolloutInstall,
+		Targets: []fleet.Target{fleet.DeviceTarget("pi-a"), fleet.DeviceTarget("pi-b"), fleet.DeviceTarget("pi-c")}}
+	mustRollout(t, db, r)
+	mustRolloutState(t, db, r.ID, fleet.RolloutInProgress)
+	start := func(dev, version string) fleet.ExecStart {
+		return fleet.ExecStart{RolloutID: r.ID, Assignment: install("weather", fleet.DeviceTarget(dev), version, "")}
+	}
+
+	res, err := db.StartExecutions(ctx, []fleet.ExecStart{start("pi-a", "1.0.0"), start("pi-b", "9.9.9")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Err != nil || res[0].Execution.State != fleet.ExecInProgress {
+		t.Fatalf("pi-a: %+v", res)
+	}
+	wantCode(t, res[1].Err, fleet.ENOTFOUND)
+	if v := res[0].Desired; v.Version <= before["pi-a"].Version || v.Skills["weather"].Version != "1.0.0" {
+		t.Fatalf("pi-a's document %+v, before %+v", v, before["pi-a"])
+	}
+	if d, err := db.DesiredFor(ctx, "pi-a"); err != nil || d.Version != res[0].Desired.Version || len(d.Skills) != 1 {
+		t.Fatalf("DesiredFor(pi-a) = %+v, %v; StartExecutions said %+v", d, err, res[0].Desired)
+	}
+	if e, _ := db.GetExecution(ctx, r.ID, "pi-b"); e.State != fleet.ExecQueued {
+		t.Fatalf("pi-b's execution is %s after its start failed", e.State)
+	}
+	if _, err := db.GetAssignment(ctx, "weather", fleet.DeviceTarget("pi-b")); fleet.ErrorCode(err) != fleet.ENOTFOUND {
+		t.Fatalf("pi-b's failed start left an assignment (%v)", err)
+	}
+	wantSkills(t, db, "pi-b", map[string]string{})
+
+	mustRolloutState(t, db, r.ID, fleet.RolloutPaused)
+	if _, err := db.StartExecutions(ctx, []fleet.ExecStart{start("pi-c", "1.0.0"), start("pi-b", "1.0.0")}); fleet.ErrorCode(err) != fleet.EINVALID {
+		t.Fatalf("start in a paused rollout: %v, want invalid", err)
+	}
+	for _, id := range []string{"pi-b", "pi-c"} {
+		if e, _ := db.GetExecution(ctx, r.ID, id); e.State != fleet.ExecQueued {
+			t.Fatalf("%s's execution is %s after a refused batch", id, e.State)
+		}
+		if _, err := db.GetAssignment(ctx, "weather", fleet.DeviceTarget(id)); fleet.ErrorCode(err) != fleet.ENOTFOUND {
+			t.Fatalf("a refused batch left %s an assignment (%v)", id, err)
+		}
+		if d, err := db.DesiredFor(ctx, id); err != nil || d.Version != before[id].Version || len(d.Skills) != 0 {
+			t.Fatalf("%s's document after a refused batch: %+v (%v), before %+v", id, d, err, before[id])
+		}
+	}
+	if _, err := db.StartExecutions(ctx, []fleet.ExecStart{{RolloutID: r.ID, Assignment: install("weather", fleet.TagTarget("kitchen"), "", "")}}); fleet.ErrorCode(err) != fleet.EINVALID {
+		t.Fatalf("a tag assignment: %v, want invalid", err)
+	}
+}
