@@ -7,28 +7,47 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=${GOFLAGS:-}
 
-echo "== gofmt"
+# Each phase ends with its wall seconds and the load average (the machine is
+# shared, so a time means little without the load it was measured under);
+# the last line is the whole run's time. TEST_JSON=FILE keeps the race
+# suite's `go test -json` stream (per-test times) in FILE.
+phase_name=""; phase_start=$SECONDS
+phase() {
+  if [ -n "$phase_name" ]; then
+    echo "-- $phase_name: $((SECONDS - phase_start)) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  fi
+  phase_name=$1; phase_start=$SECONDS
+  if [ -n "$phase_name" ]; then echo "== $phase_name"; fi
+}
+finish() {
+  local rc=$?
+  phase ""
+  echo "-- scripts/test.sh: ${SECONDS} s in all (exit $rc)"
+  rm -rf "$tmp"
+}
+tmp=$(mktemp -d); trap finish EXIT
+
+phase "gofmt"
 unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go vet"
+phase "go vet"
 go vet ./...
 
-echo "== cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+phase "cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
 GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64"
 GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64"
 GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7"
-echo "== agent-only build (-tags chorus_agent) builds, vets and runs"
+phase "agent-only build (-tags chorus_agent) builds, vets and runs"
 go vet -tags chorus_agent ./cmd/chorus
 GOOS=linux GOARCH=arm64 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent-arm64"
 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent"
 "$tmp/chorus-agent" agent --help >/dev/null
 if "$tmp/chorus-agent" gateway --help >/dev/null 2>&1; then echo "the agent-only build has a gateway command"; exit 1; fi
 
-echo "== mosquitto (the external-broker portability suite in cmd/chorus)"
+phase "mosquitto (the external-broker portability suite in cmd/chorus)"
 if ! command -v mosquitto >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto mosquitto-clients) >/dev/null \
@@ -38,7 +57,7 @@ if ! command -v mosquitto >/dev/null 2>&1; then
   fi
 fi
 
-echo "== Debian python3 (the OVOS stand-in launcher and offline wheel builds in device/ovosrt, cmd/chorus)"
+phase "Debian python3 (the OVOS stand-in launcher and offline wheel builds in device/ovosrt, cmd/chorus)"
 if ! /usr/bin/python3 -c "import websocket, setuptools, wheel, pip" >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-websocket python3-pip python3-setuptools python3-wheel) >/dev/null \
@@ -48,7 +67,7 @@ if ! /usr/bin/python3 -c "import websocket, setuptools, wheel, pip" >/dev/null 2
   fi
 fi
 
-echo "== chromium (the dashboard's browser tests in cmd/chorus)"
+phase "chromium (the dashboard's browser tests in cmd/chorus)"
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
@@ -58,7 +77,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-echo "== short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
+phase "short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
 fuzz() {
   local out
   out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
@@ -86,13 +105,13 @@ fuzz ./fleet/controller FuzzStatePayload
 fuzz ./fleet/dashboard FuzzRolloutForm
 fuzz ./fleet/api FuzzParseJoinToken
 
-echo "== the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
+phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # Without -race: several of mochi's upstream tests race their own pipes.
 (cd broker/mochi && go test -count=1 . ./packets)
 
-echo "== go test -race"
+phase "go test -race"
 # Through scripts/testsummary: go test's usual lines (a failing test's whole
 # output, each package's result), then passed/failed/skipped per package and
 # the total time. It fails when any package failed or none reported.
 go build -o "$tmp/testsummary" ./scripts/testsummary
-go test -race -json -timeout 30m -count=1 ./... 2>&1 | "$tmp/testsummary"
+go test -race -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary"
