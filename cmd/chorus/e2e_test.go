@@ -130,6 +130,7 @@ func mqttAddr(t *testing.T, u string) string {
 }
 
 func TestUpE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	p := startChorus(t, work, "up", "--data-dir", data, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "127.0.0.1:0")
@@ -175,6 +176,7 @@ func TestUpE2E(t *testing.T) {
 }
 
 func TestUpPortInUse(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	first := startChorus(t, work, "up", "--data-dir", filepath.Join(work, "a"), "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
 	up := waitUp(t, first, filepath.Join(work, "a"))
@@ -195,6 +197,7 @@ func TestUpPortInUse(t *testing.T) {
 }
 
 func TestGatewayBadConfig(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	cfg := filepath.Join(work, "chorus.json")
 	os.WriteFile(cfg, []byte(`{"broker": {"max_packet_size": "large"}}`), 0o644)
@@ -205,6 +208,7 @@ func TestGatewayBadConfig(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(chorusBin, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "chorus ") || !strings.Contains(string(out), "go1.") || !strings.Contains(string(out), "commit ") {
 		t.Fatalf("version: %v\n%s", err, out)
