@@ -18,6 +18,7 @@ import (
 var _ httpapi.Fleet = (*controller.Controller)(nil)
 
 func TestAuthTableFollowsRegistry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	creds := e.addDevice("pi-1", "kitchen")
@@ -50,6 +51,7 @@ func TestAuthTableFollowsRegistry(t *testing.T) {
 }
 
 func TestLateWillIgnored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	creds := e.addDevice("pi-1")
@@ -72,6 +74,7 @@ func TestLateWillIgnored(t *testing.T) {
 }
 
 func TestDesiredPublishedRetainedAndAtStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	creds := e.addDevice("pi-1")
 	w := e.watcher("chorus/v1/pi-1/desired")
@@ -98,6 +101,7 @@ func TestDesiredPublishedRetainedAndAtStart(t *testing.T) {
 }
 
 func TestPublishSkill(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	first := e.publish("hello.test", "1.0.0")
@@ -140,6 +144,7 @@ func TestPublishSkill(t *testing.T) {
 }
 
 func TestRolloutCanaryConverges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	v := e.publish("hello.test", "1.0.0")
@@ -191,6 +196,7 @@ func TestRolloutCanaryConverges(t *testing.T) {
 }
 
 func TestFailureThresholdAborts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -225,6 +231,7 @@ func TestFailureThresholdAborts(t *testing.T) {
 }
 
 func TestCanaryFailureFailsRollout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -243,6 +250,7 @@ func TestCanaryFailureFailsRollout(t *testing.T) {
 }
 
 func TestOfflineDeviceFinishesWhenBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -267,6 +275,7 @@ func TestOfflineDeviceFinishesWhenBack(t *testing.T) {
 }
 
 func TestRestartMidRolloutResumes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -300,6 +309,7 @@ func TestRestartMidRolloutResumes(t *testing.T) {
 }
 
 func TestAbortWithRollback(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
