@@ -37,9 +37,13 @@ phase "go vet"
 go vet ./...
 
 phase "cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
-GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64"
-GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64"
-GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7"
+# The three at once: mostly each target's link, one core's work apiece.
+builds=()
+GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64" & builds+=($!)
+GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64" & builds+=($!)
+GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7" & builds+=($!)
+failed=0; for b in "${builds[@]}"; do wait "$b" || failed=1; done
+if [ "$failed" = 1 ]; then echo "a cross-compile failed (its error is above)"; exit 1; fi
 phase "agent-only build (-tags chorus_agent) builds, vets and runs"
 go vet -tags chorus_agent ./cmd/chorus
 GOOS=linux GOARCH=arm64 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent-arm64"
@@ -78,6 +82,10 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 phase "short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
+# Two targets at a time (FUZZ_JOBS): most of a target's time is compiling its
+# package with coverage instrumentation, which overlaps well with another
+# target's fuzzing; each target still fuzzes for the whole FUZZTIME.
+fuzzfail="$tmp/fuzz-failed"; mkdir -p "$fuzzfail"
 fuzz() {
   local out
   out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
@@ -87,23 +95,34 @@ fuzz() {
   if ! grep -q "Failing input written to" <<<"$out" && grep -q "context deadline exceeded" <<<"$out"; then
     echo "fuzz $1 $2: run ended while minimizing a passing input (no finding)"; return 0
   fi
-  echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; exit 1
+  # Kept whole in a file of its own and printed after every target ended,
+  # so two targets' outputs never interleave.
+  local name=${1#./}
+  { echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; } >"$fuzzfail/${name//\//_}.$2"
+  return 1
 }
-fuzz ./gateway/envelope FuzzDecode
-fuzz ./gateway/envelope FuzzReadHeader
-fuzz ./gateway/topic FuzzParse
-fuzz ./gateway/desired FuzzParse
-fuzz ./gateway/state FuzzParse
-fuzz ./gateway/artifact FuzzUnpack
-fuzz ./device/discovery FuzzParseFrontmatter
-fuzz ./device/ovosrt FuzzEntryPoints
-fuzz ./configs FuzzParse
-fuzz ./broker FuzzJSONDepth
-fuzz ./fleet/catalog FuzzSearchResolve
-fuzz ./fleet/httpapi FuzzRequestBody
-fuzz ./fleet/controller FuzzStatePayload
-fuzz ./fleet/dashboard FuzzRolloutForm
-fuzz ./fleet/api FuzzParseJoinToken
+export -f fuzz; export fuzzfail
+if ! xargs -P "${FUZZ_JOBS:-2}" -L 1 bash -c 'fuzz "$@"' fuzz <<'TARGETS'
+./gateway/envelope FuzzDecode
+./gateway/envelope FuzzReadHeader
+./gateway/topic FuzzParse
+./gateway/desired FuzzParse
+./gateway/state FuzzParse
+./gateway/artifact FuzzUnpack
+./device/discovery FuzzParseFrontmatter
+./device/ovosrt FuzzEntryPoints
+./configs FuzzParse
+./broker FuzzJSONDepth
+./fleet/catalog FuzzSearchResolve
+./fleet/httpapi FuzzRequestBody
+./fleet/controller FuzzStatePayload
+./fleet/dashboard FuzzRolloutForm
+./fleet/api FuzzParseJoinToken
+TARGETS
+then
+  cat "$fuzzfail"/* 2>/dev/null || true
+  echo "the fuzz run failed: $(ls "$fuzzfail" | wc -l) target(s) above"; exit 1
+fi
 
 phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # Without -race: several of mochi's upstream tests race their own pipes.
