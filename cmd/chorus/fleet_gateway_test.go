@@ -166,11 +166,14 @@ func (g *testGateway) must1(t *testing.T) func(api.Enrolled, error) api.Enrolled
 
 // announce connects as the device's agent and publishes, retained, what an
 // agent does at start (birth, availability, connectivity), then waits for
-// the controller to list it online with that connectivity.
+// the controller to list it online with that connectivity. The connection
+// stays open until the test ends (brokertest closes it in the test's
+// cleanup), as a running agent's does: the gateway marks a device with no
+// connection offline after presence.grace, which a test on a loaded machine
+// can outlast.
 func (g *testGateway) announce(t *testing.T, c configs.AgentCredentials, connectivity string) {
 	t.Helper()
 	cl := brokertest.MustConnect(t, g.m.Broker().Addr(), c.Username, c.Password, brokertest.ConnectOptions{ClientID: c.Device})
-	defer cl.Close()
 	ctx := fleetCtx(t)
 	for _, m := range []struct{ level, payload string }{
 		{"birth", `{"session":1,"agent_version":"0.1.0"}`}, {"availability", "online"}, {"connectivity", connectivity},
