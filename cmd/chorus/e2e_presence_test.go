@@ -94,7 +94,7 @@ func haAvailabilityTopic(t *testing.T, f *faultFleet, device string) string {
 	defer ha.Close()
 	m := ha.Expect(t, cfgTopic, 30*time.Second)
 	var cfg struct {
-		AvailabilityTopic string `json:"availability_topic"`
+		AvailabilityTopic string `json:"avty_t"` // the config is abbreviated (fleet/hadiscovery)
 	}
 	if err := json.Unmarshal(m.Payload, &cfg); err != nil {
 		t.Fatalf("discovery config of %s: %v", device, err)
