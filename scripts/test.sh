@@ -7,28 +7,51 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=${GOFLAGS:-}
 
-echo "== gofmt"
+# Each phase ends with its wall seconds and the load average (the machine is
+# shared, so a time means little without the load it was measured under);
+# the last line is the whole run's time. TEST_JSON=FILE keeps the race
+# suite's `go test -json` stream (per-test times) in FILE.
+phase_name=""; phase_start=$SECONDS
+phase() {
+  if [ -n "$phase_name" ]; then
+    echo "-- $phase_name: $((SECONDS - phase_start)) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  fi
+  phase_name=$1; phase_start=$SECONDS
+  if [ -n "$phase_name" ]; then echo "== $phase_name"; fi
+}
+finish() {
+  local rc=$?
+  phase ""
+  echo "-- scripts/test.sh: ${SECONDS} s in all (exit $rc)"
+  rm -rf "$tmp"
+}
+tmp=$(mktemp -d); trap finish EXIT
+
+phase "gofmt"
 unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go vet"
+phase "go vet"
 go vet ./...
 
-echo "== cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64"
-GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64"
-GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7"
-echo "== agent-only build (-tags chorus_agent) builds, vets and runs"
+phase "cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
+# The three at once: mostly each target's link, one core's work apiece.
+builds=()
+GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64" & builds+=($!)
+GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64" & builds+=($!)
+GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7" & builds+=($!)
+failed=0; for b in "${builds[@]}"; do wait "$b" || failed=1; done
+if [ "$failed" = 1 ]; then echo "a cross-compile failed (its error is above)"; exit 1; fi
+phase "agent-only build (-tags chorus_agent) builds, vets and runs"
 go vet -tags chorus_agent ./cmd/chorus
 GOOS=linux GOARCH=arm64 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent-arm64"
 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent"
 "$tmp/chorus-agent" agent --help >/dev/null
 if "$tmp/chorus-agent" gateway >/dev/null 2>&1; then echo "the agent-only build has a gateway command"; exit 1; fi
 
-echo "== mosquitto (the external-broker portability suite in cmd/chorus)"
+phase "mosquitto (the external-broker portability suite in cmd/chorus)"
 if ! command -v mosquitto >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto mosquitto-clients) >/dev/null \
@@ -38,7 +61,7 @@ if ! command -v mosquitto >/dev/null 2>&1; then
   fi
 fi
 
-echo "== Debian python3 (the OVOS stand-in launcher and offline wheel builds in device/ovosrt, cmd/chorus)"
+phase "Debian python3 (the OVOS stand-in launcher and offline wheel builds in device/ovosrt, cmd/chorus)"
 if ! /usr/bin/python3 -c "import websocket, setuptools, wheel, pip" >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-websocket python3-pip python3-setuptools python3-wheel) >/dev/null \
@@ -48,7 +71,7 @@ if ! /usr/bin/python3 -c "import websocket, setuptools, wheel, pip" >/dev/null 2
   fi
 fi
 
-echo "== chromium (the dashboard's browser tests in cmd/chorus)"
+phase "chromium (the dashboard's browser tests in cmd/chorus)"
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
@@ -58,7 +81,11 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-echo "== short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
+phase "short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
+# Two targets at a time (FUZZ_JOBS): most of a target's time is compiling its
+# package with coverage instrumentation, which overlaps well with another
+# target's fuzzing; each target still fuzzes for the whole FUZZTIME.
+fuzzfail="$tmp/fuzz-failed"; mkdir -p "$fuzzfail"
 fuzz() {
   local out
   out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
@@ -68,31 +95,42 @@ fuzz() {
   if ! grep -q "Failing input written to" <<<"$out" && grep -q "context deadline exceeded" <<<"$out"; then
     echo "fuzz $1 $2: run ended while minimizing a passing input (no finding)"; return 0
   fi
-  echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; exit 1
+  # Kept whole in a file of its own and printed after every target ended,
+  # so two targets' outputs never interleave.
+  local name=${1#./}
+  { echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; } >"$fuzzfail/${name//\//_}.$2"
+  return 1
 }
-fuzz ./gateway/envelope FuzzDecode
-fuzz ./gateway/envelope FuzzReadHeader
-fuzz ./gateway/topic FuzzParse
-fuzz ./gateway/desired FuzzParse
-fuzz ./gateway/state FuzzParse
-fuzz ./gateway/artifact FuzzUnpack
-fuzz ./device/discovery FuzzParseFrontmatter
-fuzz ./device/ovosrt FuzzEntryPoints
-fuzz ./configs FuzzParse
-fuzz ./broker FuzzJSONDepth
-fuzz ./fleet/catalog FuzzSearchResolve
-fuzz ./fleet/httpapi FuzzRequestBody
-fuzz ./fleet/controller FuzzStatePayload
-fuzz ./fleet/dashboard FuzzRolloutForm
-fuzz ./fleet/api FuzzParseJoinToken
+export -f fuzz; export fuzzfail
+if ! xargs -P "${FUZZ_JOBS:-2}" -L 1 bash -c 'fuzz "$@"' fuzz <<'TARGETS'
+./gateway/envelope FuzzDecode
+./gateway/envelope FuzzReadHeader
+./gateway/topic FuzzParse
+./gateway/desired FuzzParse
+./gateway/state FuzzParse
+./gateway/artifact FuzzUnpack
+./device/discovery FuzzParseFrontmatter
+./device/ovosrt FuzzEntryPoints
+./configs FuzzParse
+./broker FuzzJSONDepth
+./fleet/catalog FuzzSearchResolve
+./fleet/httpapi FuzzRequestBody
+./fleet/controller FuzzStatePayload
+./fleet/dashboard FuzzRolloutForm
+./fleet/api FuzzParseJoinToken
+TARGETS
+then
+  cat "$fuzzfail"/* 2>/dev/null || true
+  echo "the fuzz run failed: $(ls "$fuzzfail" | wc -l) target(s) above"; exit 1
+fi
 
-echo "== the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
+phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # Without -race: several of mochi's upstream tests race their own pipes.
 (cd broker/mochi && go test -count=1 . ./packets)
 
-echo "== go test -race"
+phase "go test -race"
 # Through scripts/testsummary: go test's usual lines (a failing test's whole
 # output, each package's result), then passed/failed/skipped per package and
 # the total time. It fails when any package failed or none reported.
 go build -o "$tmp/testsummary" ./scripts/testsummary
-go test -race -json -timeout 30m -count=1 ./... 2>&1 | "$tmp/testsummary"
+go test -race -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary"

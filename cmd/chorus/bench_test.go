@@ -13,6 +13,9 @@ import (
 // TestBenchFleetSmoke runs `chorus bench fleet --devices 20` in process so
 // the harness cannot rot: the report must be complete and both rollouts
 // must converge on every device.
+// Serial (no t.Parallel): the bench runs a gateway in this process, whose GC
+// and memory-limit settings are process-wide (gcpercent.go), and its rollouts
+// must converge within a deadline that other tests' load would eat into.
 func TestBenchFleetSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -137,6 +137,7 @@ func lines(t *testing.T, s string) []printed {
 }
 
 func TestBusSendListen(t *testing.T) {
+	t.Parallel()
 	e := newBusEnv(t)
 	cases := []struct {
 		name       string
@@ -172,6 +173,7 @@ func TestBusSendListen(t *testing.T) {
 }
 
 func TestBusRequest(t *testing.T) {
+	t.Parallel()
 	e := newBusEnv(t)
 	ctx := busCtx(t)
 
@@ -214,6 +216,7 @@ func TestBusRequest(t *testing.T) {
 }
 
 func TestBusErrors(t *testing.T) {
+	t.Parallel()
 	e := newBusEnv(t)
 	raw := brokertest.MustConnect(t, e.b.Addr(), "kitchen", e.device.Secret, brokertest.ConnectOptions{ClientID: "watch"})
 	raw.Sub(t, "chorus/v1/kitchen/bus/+")

@@ -39,6 +39,7 @@ func mustRunCert(t *testing.T, args ...string) {
 // gateway's addresses, run the broker on it (as broker.tls does) and connect
 // a client that trusts only ca.pem.
 func TestCertBrokerTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	caDir, srvDir := filepath.Join(dir, "ca"), filepath.Join(dir, "server")
 	mustRunCert(t, "ca", "--out", caDir)
@@ -114,6 +115,7 @@ func TestCertBrokerTLS(t *testing.T) {
 }
 
 func TestCertErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	caDir, srvDir := filepath.Join(dir, "ca"), filepath.Join(dir, "server")
 	mustRunCert(t, "ca", "--out", caDir)

@@ -69,6 +69,7 @@ func copyDir(t *testing.T, src, dst string) {
 // connectivity and the offline example loaded; rescan answers; an uninstall
 // unloads only the skill that is gone.
 func TestUpAgentE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	skills := filepath.Join(work, "skills")
@@ -242,6 +243,7 @@ func ovosBusURL(t *testing.T, conf string) string {
 // `chorus bus send` from one process is printed by `chorus bus listen` in
 // another, next to a running `chorus up`, with no flags but the data dir.
 func TestBusListenSendE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-bus", "--skills", t.TempDir(),
@@ -282,6 +284,7 @@ func TestBusListenSendE2E(t *testing.T) {
 // With chorus up running, a Home Assistant subscriber sees the satellite's
 // device config, and the skill switch topic turns a skill off and on.
 func TestUpHomeAssistantE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-ha", "--skills", mustAbs(t, "../../configs/skills"),

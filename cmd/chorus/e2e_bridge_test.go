@@ -407,6 +407,7 @@ func exitCode(err error) int {
 }
 
 func TestBridgeE2E(t *testing.T) {
+	t.Parallel()
 	h := startBridgeHome(t)
 	hub, kitchen, bedroom := h.ws["hub"], h.ws["pi-kitchen"], h.ws["pi-bedroom"]
 	// kitchenIn and officeIn are the satellites' utterances as the hub's

@@ -158,6 +158,7 @@ func (b *browser) fetchStatus(what, js string) int {
 // The browser scenario: a real gateway with real agents, the
 // dashboard in headless chromium.
 func TestDashboardBrowserE2E(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	work := t.TempDir()
 	gw := filepath.Join(work, "gateway")

@@ -74,6 +74,9 @@ func integrityCheck(t *testing.T, path string) string {
 // lost or corrupted: restarted without the limit, both database files pass
 // integrity_check and every device whose add succeeded is there, the ones
 // stored before the limit included.
+//
+// Serial (no t.Parallel): the gateway is restarted on the ports its first run
+// was given; a test running alongside could be handed one while it is free.
 func TestDiskFullE2E(t *testing.T) {
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		if os.Getenv("CI") == "" {

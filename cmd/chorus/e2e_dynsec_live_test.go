@@ -23,6 +23,10 @@ import (
 // its skill, installed by a rollout, opens its own MQTT session; an
 // integration added later logs in; a rotation refuses the old secret and
 // admits the new one; removing the device refuses the device and its skill.
+//
+// Serial (no t.Parallel): Mosquitto listens on a port picked free before it
+// starts (mosquittotest); a test running alongside could be handed that port
+// in between.
 func TestMosquittoDynsecLiveE2E(t *testing.T) {
 	work := t.TempDir()
 	gw := startMosquittoGateway(t, work, "--mosquitto-dynsec")

@@ -283,6 +283,7 @@ func execOf(t *testing.T, d api.RolloutDetail, device string) api.Execution {
 // while the others converge; restarted on the same data dir and
 // credentials, it converges and the rollout succeeds.
 func TestFaultsOfflineAgentConverges(t *testing.T) {
+	t.Parallel()
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	f := startFaultFleet(t, "hall", devices...)
 	for _, d := range devices {
@@ -324,6 +325,7 @@ func TestFaultsOfflineAgentConverges(t *testing.T) {
 // bytes) fails the device's integrity check; the failure threshold aborts
 // the rollout; no device ends up with the skill.
 func TestFaultsTamperedArtifactAborts(t *testing.T) {
+	t.Parallel()
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	f := startFaultFleet(t, "hall", devices...)
 	for _, d := range devices {
@@ -408,6 +410,9 @@ func TestFaultsTamperedArtifactAborts(t *testing.T) {
 // Regression: the broker's session store once lost an in-flight message's
 // packet id, so after a restart its resend dropped the device's connection
 // on every reconnect (broker/store_hooks.go, message).
+//
+// Serial (no t.Parallel): the gateway is restarted on the ports its first run
+// was given; a test running alongside could be handed one while it is free.
 func TestFaultsControllerKillResume(t *testing.T) {
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	f := startFaultFleet(t, "hall", devices...)
@@ -507,6 +512,7 @@ func TestFaultsControllerKillResume(t *testing.T) {
 // through a proxy that stalls the body after its first MiB, and the kill
 // comes once the partial file holds that much. A few MiB are enough then.
 func TestFaultsMidDownloadKill(t *testing.T) {
+	t.Parallel()
 	f := startFaultFleet(t, "hall", "pi-1")
 	px := newArtifactProxy(t, f.up.HTTPURL)
 	const stallAt = 1 << 20
@@ -571,6 +577,7 @@ func TestFaultsMidDownloadKill(t *testing.T) {
 // `fleet device rm` revokes a device at once: its connected agent is
 // disconnected and refused from then on, and its retained topics are cleared.
 func TestFaultsDeviceRemovalRevokes(t *testing.T) {
+	t.Parallel()
 	f := startFaultFleet(t, "hall", "pi-1", "pi-2")
 	agent := f.startAgent("pi-1")
 	f.startAgent("pi-2")
@@ -616,6 +623,7 @@ func TestFaultsDeviceRemovalRevokes(t *testing.T) {
 // "offline" stayed retained. The broker now drops the Will of a client it
 // disconnects for revoked credentials (broker.SetTable).
 func TestFaultsRevokedWillCleared(t *testing.T) {
+	t.Parallel()
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	// The crowd below is 200 connections of one integration account.
 	f := startFaultFleetConfig(t, `{"broker": {"limits": {"integration": {"connections": -1}}}}`, "hall", devices...)

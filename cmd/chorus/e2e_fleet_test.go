@@ -47,6 +47,7 @@ func writeFleetSkill(t *testing.T, dir, id, version string) {
 // agents with their own data dirs, a published skill rolled out to a tag
 // with a canary, then uninstalled.
 func TestFleetE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gw := filepath.Join(work, "gateway")
 	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
@@ -120,6 +121,9 @@ func waitAllSkills(t *testing.T, c *brokertest.Client, devices []string, cond fu
 // A backup taken while the gateway runs, restored into an empty data dir,
 // brings back the registry, the catalog and the assignments: an agent with
 // its old credentials and an empty disk converges on the restored gateway.
+//
+// Serial (no t.Parallel): the restored gateway listens on the first one's
+// ports; a test running alongside could be handed one while it is free.
 func TestBackupRestoreE2E(t *testing.T) {
 	work := t.TempDir()
 	gwA := filepath.Join(work, "gateway-a")
@@ -160,6 +164,7 @@ func TestBackupRestoreE2E(t *testing.T) {
 // real agents, one route; an utterance on the satellite is answered by the
 // hub's echo-hub skill and the answer is spoken on the satellite.
 func TestSatelliteHubE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gw := filepath.Join(work, "chorus-data")
 	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")

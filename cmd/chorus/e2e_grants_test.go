@@ -21,6 +21,7 @@ import (
 // refused again once the grant is removed; a grant of a type that is not
 // restricted fails with a clear message and stores nothing.
 func TestSkillGrantE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gw := filepath.Join(work, "gateway")
 	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")

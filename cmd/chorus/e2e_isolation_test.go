@@ -23,6 +23,7 @@ import (
 // normal user, who cannot switch uids, the skills run as that user, the
 // agent says so once at WARN, and the birth reports "none".
 func TestUpIsolationE2E(t *testing.T) {
+	t.Parallel()
 	skillusertest.RequireRoot(t) // to run the normal user's case as another uid
 	for _, tc := range []struct {
 		name, want string
@@ -130,6 +131,7 @@ func allEqual(ids []uint32, want uint32) bool {
 // only the unit's AmbientCapabilities, with no_new_privs. Those are enough to
 // run each skill under a uid of its own, and the skill holds none of them.
 func TestAgentAsServiceUserE2E(t *testing.T) {
+	t.Parallel()
 	skillusertest.RequireRoot(t)
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
@@ -210,6 +212,7 @@ func unitCapabilities(t *testing.T, unit string) string {
 // skills.isolation uid refuses to start an agent that cannot switch uids,
 // with the fix in the error, rather than run skills as its own user.
 func TestIsolationUIDRefusedWithoutCapabilitiesE2E(t *testing.T) {
+	t.Parallel()
 	skillusertest.RequireRoot(t)
 	user := skillusertest.Range(t).First
 	work := skillusertest.OpenDir(t)

@@ -58,6 +58,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // MQTT access until accepted, then online; an --approve token online at
 // once; used-up, revoked and expired tokens refused.
 func TestJoinE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gw := filepath.Join(work, "gateway")
 	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")

@@ -28,6 +28,10 @@ import (
 // export mosquitto --dynsec`. Skills open their own MQTT sessions there with
 // derived credentials (skills.credentials "derived"). scripts/test.sh
 // installs Mosquitto; in CI a missing mosquitto is a failure, not a skip.
+//
+// Serial (no t.Parallel): Mosquitto listens on a port picked free and keeps
+// it across Restart (mosquittotest); a test running alongside could be
+// handed that port in between.
 func TestMosquittoPortabilityE2E(t *testing.T) {
 	work := t.TempDir()
 	gw := startMosquittoGateway(t, work)

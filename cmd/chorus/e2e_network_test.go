@@ -25,6 +25,7 @@ import (
 // accepted; `install --all --wait` with one satellite offline ends, names it
 // and exits 3 (point 4).
 func TestFleetOnANetworkE2E(t *testing.T) {
+	t.Parallel()
 	lab := newNetLab(t)
 	gwNode, piNode := lab.node("gw"), lab.node("pi")
 	work := t.TempDir()

@@ -18,6 +18,7 @@ import (
 // launcher; the uninstall removes it with its Python packages; an archive
 // with a broken wheel fails the execution with pip's error.
 func TestFleetOVOSSkillE2E(t *testing.T) {
+	t.Parallel()
 	launcher := ovostest.Launcher(t)
 	ovostest.NeedPip(t)
 	work := t.TempDir()

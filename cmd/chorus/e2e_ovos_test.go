@@ -108,6 +108,7 @@ func (b *busLog) index(t string) int {
 // deactivate and activate are handled by the agent alone (one detach_skill,
 // the launcher's); and the skill cannot deactivate anything itself.
 func TestUpOVOSSkillE2E(t *testing.T) {
+	t.Parallel()
 	launcher := ovostest.Launcher(t)
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
@@ -233,6 +234,7 @@ func skillSocket(t *testing.T, data, device, skill string) *websocket.Conn {
 // refuses a context.skill_id naming another skill); deactivating one leaves
 // the others and the host running.
 func TestUpOVOSSharedHostE2E(t *testing.T) {
+	t.Parallel()
 	launcher := ovostest.Launcher(t)
 	work := t.TempDir()
 	data := filepath.Join(work, "data")

@@ -30,6 +30,7 @@ import (
 // availability topic; after the partition the device is online again with
 // its skills loaded, and nothing desired or reported was lost.
 func TestFaultsPartitionConverges(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	f := startFaultFleet(t, "hall", "pi-1")
 	f.agentConfig = filepath.Join(f.work, "agent.json")

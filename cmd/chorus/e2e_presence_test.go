@@ -26,6 +26,9 @@ import (
 // online on its first connection; after a gateway restart, an agent killed
 // while the gateway was down shows offline within presence.grace (registry
 // and retained availability) while one that reconnected stays online.
+//
+// Serial (no t.Parallel): the gateway is restarted on the ports its first run
+// was given; a test running alongside could be handed one while it is free.
 func TestPresenceE2E(t *testing.T) {
 	f := startFaultFleetConfig(t, `{"presence": {"grace": 3}}`, "room", "pi-a", "pi-b")
 	f.startAgent("pi-a")
@@ -95,7 +98,7 @@ func haAvailabilityTopic(t *testing.T, f *faultFleet, device string) string {
 	defer ha.Close()
 	m := ha.Expect(t, cfgTopic, 30*time.Second)
 	var cfg struct {
-		AvailabilityTopic string `json:"availability_topic"`
+		AvailabilityTopic string `json:"avty_t"` // the config is abbreviated (fleet/hadiscovery)
 	}
 	full, err := hadiscovery.ExpandJSON(m.Payload) // read as Home Assistant reads the abbreviated keys
 	if err == nil {
@@ -134,6 +137,7 @@ func waitRetained(t *testing.T, f *faultFleet, device, want string) {
 // One process per data dir: a second gateway, `chorus up` or agent on a
 // data dir in use fails at once, naming the holder's pid and how to stop it.
 func TestDataDirLockE2E(t *testing.T) {
+	t.Parallel()
 	f := startFaultFleet(t, "room", "pi")
 	pid := strconv.Itoa(f.gw.cmd.Process.Pid)
 	for _, args := range [][]string{
@@ -166,6 +170,10 @@ func TestDataDirLockE2E(t *testing.T) {
 // An agent that cannot reach its broker says so, naming the address, and
 // stops promptly on SIGTERM: at start (nothing listens) and while running
 // (the gateway went away).
+//
+// Serial (no t.Parallel): it needs a port it freed to stay unbound
+// (connection refused), and then its gateway's freed port; a test running
+// alongside could be handed either.
 func TestAgentBrokerUnreachableE2E(t *testing.T) {
 	work := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -207,6 +215,7 @@ func TestAgentBrokerUnreachableE2E(t *testing.T) {
 // credentials; a value that cannot be an address stops the start with the
 // reason, and --mqtt-url on the embedded broker points to them.
 func TestGatewayAdvertiseFlagsE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "gw")
 	gw := startChorus(t, work, "gateway", "--data-dir", data, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",

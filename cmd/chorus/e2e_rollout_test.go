@@ -64,6 +64,7 @@ func waitOnline(t *testing.T, work, gw string, want map[string]bool) {
 // configured, so the agents report no internet), counts as installed and
 // says it waits for the internet instead of timing out.
 func TestRolloutFinishesWithOfflineDeviceE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gw := filepath.Join(work, "gateway")
 	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")

@@ -11,6 +11,7 @@ import (
 // The progress line is written when it changes, and an unchanged one again
 // once per heartbeat with how long the wait has lasted (an injected clock).
 func TestFleetProgressHeartbeat(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := &fleetProgress{w: &buf, heartbeat: 10 * time.Second, now: func() time.Time { return at }}

@@ -12,6 +12,7 @@ import (
 // device's availability topic, the presence it wants being "online" of
 // session 7.
 func TestAvailabilityAction(t *testing.T) {
+	t.Parallel()
 	note := func(payload string, session uint64, republish bool, seq, prev uint64) availNote {
 		m := broker.Message{Payload: []byte(payload), User: []broker.UserProperty{{Key: "session", Value: strconv.FormatUint(session, 10)}}}
 		if republish {

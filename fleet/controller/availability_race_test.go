@@ -131,6 +131,7 @@ func availabilityOf(payload, session string, republish bool) func(broker.Message
 // which is what it wants, while the broker retains the repair. The re-check
 // after the repair must restate "offline", and then stop.
 func TestRepairRaceWithDevice(t *testing.T) {
+	t.Parallel()
 	const settle = 100 * time.Millisecond
 	tests := []struct {
 		name    string

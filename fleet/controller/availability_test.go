@@ -134,6 +134,7 @@ func waitRetained(t *testing.T, connect func(string) *brokertest.Client, want av
 // an integration reads on the retained availability topic ends up "online"
 // of session 7 again, and stays so after the settle re-publish.
 func TestLateWillRepairedForIntegrations(t *testing.T) {
+	t.Parallel()
 	e, connect := newIntegEnv(t)
 	ctx := context.Background()
 	creds := e.addDevice("pi-1")
@@ -193,6 +194,7 @@ func TestLateWillRepairedForIntegrations(t *testing.T) {
 // availability topic after a message lands there, for each kind of message.
 // The device is online in session 7 unless the case makes it offline first.
 func TestAvailabilityRepair(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		offline bool         // session 7's agent said offline first
@@ -279,6 +281,7 @@ func pubSession(t *testing.T, c *brokertest.Client, topic, payload string, sessi
 // topic keeps the Will until the device's own word arrives, and from then on
 // late Wills are repaired again.
 func TestNoRepairAfterRestartWithoutPresence(t *testing.T) {
+	t.Parallel()
 	e, connect := newIntegEnv(t)
 	ctx := context.Background()
 	creds := e.addDevice("pi-1")

@@ -35,6 +35,7 @@ func takeUntil(t *testing.T, f interface {
 // when its executions move, and every audited subject; a feed ended by its
 // cancel hears nothing more.
 func TestChangesFeed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	f, cancel := e.ctl.SubscribeChanges()

@@ -97,6 +97,7 @@ func waitTimedOut(t *testing.T, e *env, r *fleet.Rollout, n int, since time.Time
 // backward step (−1 hour) does not hold them past their timeout. Either way
 // each execution times out once the timeout has really elapsed.
 func TestRolloutTimeoutClockJumps(t *testing.T) {
+	t.Parallel()
 	const devices, timeout = 3, 2 * time.Second
 	for _, tc := range []struct {
 		name string
@@ -123,6 +124,7 @@ func TestRolloutTimeoutClockJumps(t *testing.T) {
 // future (the clock was stepped back while the gateway was down), gets at
 // most a fresh timeout: it is not held until the clock catches up.
 func TestRolloutTimeoutClockBackAcrossRestart(t *testing.T) {
+	t.Parallel()
 	const devices, timeout = 2, 2 * time.Second
 	clock := &jumpClock{}
 	e := newClockEnv(t, clock)

@@ -18,6 +18,7 @@ import (
 var _ httpapi.Fleet = (*controller.Controller)(nil)
 
 func TestAuthTableFollowsRegistry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	creds := e.addDevice("pi-1", "kitchen")
@@ -50,6 +51,7 @@ func TestAuthTableFollowsRegistry(t *testing.T) {
 }
 
 func TestLateWillIgnored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	creds := e.addDevice("pi-1")
@@ -72,6 +74,7 @@ func TestLateWillIgnored(t *testing.T) {
 }
 
 func TestDesiredPublishedRetainedAndAtStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	creds := e.addDevice("pi-1")
 	w := e.watcher("chorus/v1/pi-1/desired")
@@ -98,6 +101,7 @@ func TestDesiredPublishedRetainedAndAtStart(t *testing.T) {
 }
 
 func TestPublishSkill(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	first := e.publish("hello.test", "1.0.0")
@@ -135,6 +139,7 @@ func TestPublishSkill(t *testing.T) {
 }
 
 func TestRolloutCanaryConverges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	v := e.publish("hello.test", "1.0.0")
@@ -186,6 +191,7 @@ func TestRolloutCanaryConverges(t *testing.T) {
 }
 
 func TestFailureThresholdAborts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -220,6 +226,7 @@ func TestFailureThresholdAborts(t *testing.T) {
 }
 
 func TestCanaryFailureFailsRollout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -238,6 +245,7 @@ func TestCanaryFailureFailsRollout(t *testing.T) {
 }
 
 func TestOfflineDeviceFinishesWhenBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -262,6 +270,7 @@ func TestOfflineDeviceFinishesWhenBack(t *testing.T) {
 }
 
 func TestRestartMidRolloutResumes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -295,6 +304,7 @@ func TestRestartMidRolloutResumes(t *testing.T) {
 }
 
 func TestAbortWithRollback(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")

@@ -17,6 +17,7 @@ import (
 // fleet summary settles on no device, and no retained topic of the device
 // (availability and desired included) is left.
 func TestRemoveDeviceDuringReconcile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// hold registers pi-1, arms a gate that stops a pass of it and

@@ -17,6 +17,7 @@ import (
 // a grant takes it back on the next publish, and a grant of a type that is
 // not restricted is refused and stores nothing.
 func TestSkillGrantsReachTheBroker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	pi1, pi2 := e.addDevice("pi-1"), e.addDevice("pi-2")

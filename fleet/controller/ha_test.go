@@ -137,6 +137,7 @@ func haSetup(t *testing.T) (*env, *agent, *brokertest.Client, *brokertest.Client
 }
 
 func TestHADiscoveryPublished(t *testing.T) {
+	t.Parallel()
 	e, a, w, _ := haSetup(t)
 	st := nextUpdate(t, w, "1.0.0")
 	if st["installed_version"] != "1.0.0" || st["title"] != "hello.chorus" {
@@ -191,6 +192,7 @@ func TestHADiscoveryPublished(t *testing.T) {
 }
 
 func TestHARepublishedOnBirth(t *testing.T) {
+	t.Parallel()
 	_, _, w, integ := haSetup(t)
 	nextUpdate(t, w, "1.0.0")
 	integ.Pub(t, "homeassistant/status", []byte("offline"), false)
@@ -203,6 +205,7 @@ func TestHARepublishedOnBirth(t *testing.T) {
 }
 
 func TestHARemovedWithDevice(t *testing.T) {
+	t.Parallel()
 	e, _, w, _ := haSetup(t)
 	nextUpdate(t, w, "1.0.0")
 	if err := e.ctl.RemoveDevice(context.Background(), "test", haDev); err != nil {
@@ -229,6 +232,7 @@ func TestHARemovedWithDevice(t *testing.T) {
 }
 
 func TestHAUpdateInstallCreatesRollout(t *testing.T) {
+	t.Parallel()
 	e, _, w, integ := haSetup(t)
 	e.publish("hello.chorus", "2.0.0")
 	nextUpdate(t, w, "2.0.0")
@@ -247,6 +251,7 @@ func TestHAUpdateInstallCreatesRollout(t *testing.T) {
 }
 
 func TestHADisabled(t *testing.T) {
+	t.Parallel()
 	e, _ := newHAEnv(t, controller.HomeAssistant{Disabled: true})
 	w := e.watcher("homeassistant/#")
 	creds := e.addDevice(haDev)

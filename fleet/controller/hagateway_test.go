@@ -22,6 +22,7 @@ const (
 // fleet summary that integrations may read, and publishes both again on
 // Home Assistant's birth.
 func TestHAGatewayDevice(t *testing.T) {
+	t.Parallel()
 	e, integ := newHAEnv(t, controller.HomeAssistant{Version: "9.9.9"})
 	ctx := context.Background()
 	w := e.watcher("homeassistant/#") // wildcards first (see haSetup)
@@ -116,6 +117,7 @@ func TestHAGatewayDevice(t *testing.T) {
 // TestFleetSummaryWithoutHA: the summary is part of the tree and published
 // with Home Assistant off; the gateway's config is not.
 func TestFleetSummaryWithoutHA(t *testing.T) {
+	t.Parallel()
 	e, _ := newHAEnv(t, controller.HomeAssistant{Disabled: true})
 	w := e.watcher("homeassistant/#")
 	w.Sub(t, gwFleet)

@@ -10,6 +10,7 @@ import (
 // and every field Build reads changes it, with no two fields able to trade
 // bytes.
 func TestHAInputKey(t *testing.T) {
+	t.Parallel()
 	base := hadiscovery.Input{Prefix: "homeassistant", Device: "pi", AgentVersion: "1", ChorusVersion: "2",
 		Skills: []hadiscovery.Skill{{ID: "a.b", Title: "A", Managed: true}}}
 	if haInputKey(base) != haInputKey(base) {

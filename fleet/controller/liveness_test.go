@@ -45,6 +45,7 @@ func (e *env) retainedAvailability(id string) string {
 // A re-imaged agent (fresh data dir: its session counter starts at 1 again)
 // is online on its first connection (issue 16, point 2).
 func TestReimagedDeviceIsOnlineAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newLiveEnv(t, time.Second)
 	creds := e.addDevice("pi")
 	old := e.startAgent(creds, 9, "ok")
@@ -76,6 +77,7 @@ func TestReimagedDeviceIsOnlineAtOnce(t *testing.T) {
 // (a late Will of an earlier connection) does not mark it offline, and the
 // retained availability is restated.
 func TestLateOfflineWhileConnectedIsRestated(t *testing.T) {
+	t.Parallel()
 	e := newLiveEnv(t, time.Second)
 	creds := e.addDevice("pi")
 	a := e.startAgent(creds, 1, "ok")
@@ -98,6 +100,7 @@ func TestLateOfflineWhileConnectedIsRestated(t *testing.T) {
 // retained availability Home Assistant reads; LAST SEEN is not rewritten to
 // the restart (issue 16, point 3). One that reconnected stays online.
 func TestRestartMarksDevicesWithoutAConnectionOffline(t *testing.T) {
+	t.Parallel()
 	e := newLiveEnv(t, 2*time.Second)
 	gone, stays := e.addDevice("gone"), e.addDevice("stays")
 	g := e.startAgent(gone, 3, "ok")

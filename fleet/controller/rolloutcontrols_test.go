@@ -85,6 +85,7 @@ func countState(execs map[string]*fleet.Execution, s fleet.ExecState) int {
 }
 
 func TestQueuedExecutionsSayWhy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -157,6 +158,7 @@ func TestQueuedExecutionsSayWhy(t *testing.T) {
 }
 
 func TestCanaryOfflineBlocksTheRest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -186,6 +188,7 @@ func TestCanaryOfflineBlocksTheRest(t *testing.T) {
 }
 
 func TestInstalledWaitingForInternetSucceeds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -203,6 +206,7 @@ func TestInstalledWaitingForInternetSucceeds(t *testing.T) {
 }
 
 func TestDeadlineEndsQueuedExecutions(t *testing.T) {
+	t.Parallel()
 	clock := newStepClock()
 	e := newStepEnv(t, clock)
 	ctx := context.Background()
@@ -240,6 +244,7 @@ func TestDeadlineEndsQueuedExecutions(t *testing.T) {
 }
 
 func TestStartRate(t *testing.T) {
+	t.Parallel()
 	clock := newStepClock()
 	e := newStepEnv(t, clock)
 	ctx := context.Background()
@@ -260,6 +265,7 @@ func TestStartRate(t *testing.T) {
 }
 
 func TestStartRateRamp(t *testing.T) {
+	t.Parallel()
 	clock := newStepClock()
 	e := newStepEnv(t, clock)
 	ctx := context.Background()
@@ -304,6 +310,7 @@ func waitRate(t *testing.T, e *env, id int64, started int, reason string) {
 }
 
 func TestMinFinishedBeforeThreshold(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.publish("hello.test", "1.0.0")
@@ -327,6 +334,7 @@ func TestMinFinishedBeforeThreshold(t *testing.T) {
 // A wall clock set back (NTP on a Pi without an RTC) does not hold the
 // rollout until it catches up: starts logged "in the future" are dropped.
 func TestStartRateClockSetBack(t *testing.T) {
+	t.Parallel()
 	clock := newStepClock()
 	e := newStepEnv(t, clock)
 	ctx := context.Background()

@@ -163,6 +163,7 @@ func ctxJSON(t *testing.T, m envelope.Message, key string) string {
 }
 
 func TestBridgeUtteranceAndReply(t *testing.T) {
+	t.Parallel()
 	e := newBridgeEnv(t, controller.Bridge{})
 	hub, sat, other := e.peer("hub"), e.peer("pi-kitchen"), e.peer("pi-bedroom")
 	for _, s := range []string{"pi-kitchen", "pi-bedroom"} {
@@ -211,6 +212,7 @@ func TestBridgeUtteranceAndReply(t *testing.T) {
 }
 
 func TestBridgePolicyChangesMidConversation(t *testing.T) {
+	t.Parallel()
 	e := newBridgeEnv(t, controller.Bridge{})
 	hub, sat := e.peer("hub"), e.peer("pi-kitchen")
 	ctx := context.Background()
@@ -243,6 +245,7 @@ func TestBridgePolicyChangesMidConversation(t *testing.T) {
 }
 
 func TestBridgeOfflinePastGrace(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
 	e := newBridgeEnv(t, controller.Bridge{Grace: 30 * time.Second, Now: clock.Now, Tick: time.Hour})
 	hub, sat := e.peer("hub"), e.peer("pi-kitchen")
@@ -283,6 +286,7 @@ func TestBridgeOfflinePastGrace(t *testing.T) {
 }
 
 func TestBridgeDeparture(t *testing.T) {
+	t.Parallel()
 	e := newBridgeEnv(t, controller.Bridge{Twins: "both"})
 	hub, sat := e.peer("hub"), e.peer("pi-kitchen")
 	ctx := context.Background()
@@ -322,6 +326,7 @@ func TestBridgeDeparture(t *testing.T) {
 // cleared at once). The departure still deregisters the skills the
 // satellite hosted last.
 func TestBridgeDepartureAfterSkillsCleared(t *testing.T) {
+	t.Parallel()
 	e := newBridgeEnv(t, controller.Bridge{})
 	hub, sat := e.peer("hub"), e.peer("pi-kitchen")
 	ctx := context.Background()
@@ -341,6 +346,7 @@ func TestBridgeDepartureAfterSkillsCleared(t *testing.T) {
 }
 
 func TestBridgeFloodRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newBridgeEnv(t, controller.Bridge{Rate: 0.001, Burst: 3})
 	hub, sat, other := e.peer("hub"), e.peer("pi-kitchen"), e.peer("pi-bedroom")
 	for _, s := range []string{"pi-kitchen", "pi-bedroom"} {
@@ -367,6 +373,7 @@ func TestBridgeFloodRateLimited(t *testing.T) {
 // device bus in "both" mode: each is twinned exactly once, and a barrier
 // shows nothing else (no twin of a twin, no loop) follows.
 func TestBridgeTwinsOnTheBus(t *testing.T) {
+	t.Parallel()
 	e := newBridgeEnv(t, controller.Bridge{Twins: "both"})
 	dev := e.peer("pi-kitchen")
 	for _, row := range bridge.TwinTable {

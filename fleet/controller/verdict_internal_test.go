@@ -11,6 +11,7 @@ import (
 // installed: succeeded with what it waits for (docs/rollouts.md). Waiting
 // for nothing yet is not judged.
 func TestVerdictWaitingSkill(t *testing.T) {
+	t.Parallel()
 	r := &fleet.Rollout{SkillID: "weather.chorus", Version: "1.0.0", Action: fleet.RolloutInstall}
 	doc := fleet.Desired{Version: 4, Skills: map[string]fleet.DesiredSkill{"weather.chorus": {Version: "1.0.0"}}}
 	report := func(s state.Skill) state.Skills {

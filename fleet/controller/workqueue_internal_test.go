@@ -40,6 +40,7 @@ var errStore = errors.New("store busy")
 
 // The work queue's guarantees (its type's comment), on a fake clock.
 func TestWorkQueue(t *testing.T) {
+	t.Parallel()
 	t.Run("an id is queued once", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			q := newWorkQueue(time.Minute)
@@ -161,6 +162,7 @@ func TestWorkQueue(t *testing.T) {
 }
 
 func TestTerminalError(t *testing.T) {
+	t.Parallel()
 	if TerminalError(nil) != nil {
 		t.Error("TerminalError(nil) is not nil")
 	}

@@ -17,6 +17,7 @@ func install(skill string, t fleet.Target, version, settings string) *fleet.Assi
 }
 
 func TestAssignments(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	mustDevice(t, db, "pi1", "kitchen")
@@ -84,6 +85,7 @@ func desiredVersions(d fleet.Desired) map[string]string {
 }
 
 func TestDesiredFor(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	w1 := mustPublish(t, db, "weather", "1.0.0")
 	mustPublish(t, db, "timer", "1.0.0")
@@ -183,6 +185,7 @@ func TestDesiredFor(t *testing.T) {
 // TestDesiredVersionSurvivesReAdd: a device id removed and added again
 // never gets a desired version its agent may already have applied.
 func TestDesiredVersionSurvivesReAdd(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustDevice(t, db, "pi1")
 	first, err := db.DesiredFor(ctx, "pi1")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	start := c.Now()
 	for i := range 5 {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCatalog(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	v1 := mustPublish(t, db, "weather", "1.0.0")
 	if !v1.PublishedAt.Equal(c.Now()) || v1.Title != "weather" || string(v1.Manifest) != `{"name":"weather"}` ||

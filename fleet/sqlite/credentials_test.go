@@ -8,6 +8,7 @@ import (
 )
 
 func TestIntegrations(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	ha := &fleet.Integration{Name: "homeassistant", SecretHash: "sha256:x", Allow: []string{"speak", "mycroft.stop", "speak"}}
 	if err := db.CreateIntegration(ctx, ha); err != nil {
@@ -48,6 +49,7 @@ func TestIntegrations(t *testing.T) {
 }
 
 func TestOperators(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	// Operator, integration and device names are separate namespaces.
 	mustDevice(t, db, "alice")

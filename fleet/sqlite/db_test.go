@@ -11,6 +11,7 @@ import (
 )
 
 func TestBackup(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	mustDevice(t, db, "pi1", "kitchen")
@@ -55,6 +56,7 @@ func TestBackup(t *testing.T) {
 // the single writer changes devices, desired documents and the audit log,
 // and a backup runs in the middle (go test -race).
 func TestConcurrentReadersWhileWriting(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	mustPut(t, db, install("weather", fleet.AllTarget(), "", ""))

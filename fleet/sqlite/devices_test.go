@@ -11,6 +11,7 @@ import (
 )
 
 func TestDeviceCRUD(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	d := mustDevice(t, db, "pi-kitchen", "kitchen", "downstairs", "kitchen")
 	if want := []string{"downstairs", "kitchen"}; !slices.Equal(d.Tags, want) {
@@ -69,6 +70,7 @@ func TestDeviceCRUD(t *testing.T) {
 }
 
 func TestDeviceErrors(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustDevice(t, db, "pi1")
 	noKey := newDevice("pi9")
@@ -115,6 +117,7 @@ func TestDeviceErrors(t *testing.T) {
 }
 
 func TestDeviceTagsAndRotate(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	mustDevice(t, db, "pi1", "kitchen")
 	c.Advance(time.Minute)
@@ -154,6 +157,7 @@ func TestDeviceTagsAndRotate(t *testing.T) {
 // TestLateWill: a Will of an older session never marks a reconnected device
 // offline (ARCHITECTURE.md §3).
 func TestLateWill(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	mustDevice(t, db, "pi1")
 	t0 := c.Now()
@@ -201,6 +205,7 @@ func TestLateWill(t *testing.T) {
 }
 
 func TestDeviceReportedState(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustDevice(t, db, "pi1")
 	conn := json.RawMessage(`{"network": true, "internet": false}`)

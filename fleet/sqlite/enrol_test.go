@@ -13,6 +13,7 @@ func newToken(id string, uses int, expires time.Time) *fleet.JoinToken {
 }
 
 func TestJoinTokenUses(t *testing.T) {
+	t.Parallel()
 	db, clk := mustOpen(t)
 	tok := newToken("jt-1", 2, clk.Now().Add(time.Hour))
 	if err := db.CreateJoinToken(ctx, tok); err != nil {
@@ -45,6 +46,7 @@ func TestJoinTokenUses(t *testing.T) {
 }
 
 func TestJoinTokenExpiresAndRevokes(t *testing.T) {
+	t.Parallel()
 	db, clk := mustOpen(t)
 	if err := db.CreateJoinToken(ctx, newToken("jt-x", 5, clk.Now().Add(time.Minute))); err != nil {
 		t.Fatal(err)
@@ -75,6 +77,7 @@ func TestJoinTokenExpiresAndRevokes(t *testing.T) {
 }
 
 func TestPendingDevices(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	p := &fleet.PendingDevice{ID: "p-1", DeviceID: "pi-1", Tags: []string{"kitchen"}, TokenID: "jt-1", Address: "198.18.0.2", SecretHash: "sha256:x"}
 	if err := db.CreatePending(ctx, p); err != nil {

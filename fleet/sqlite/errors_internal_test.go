@@ -23,6 +23,7 @@ func (c resultCode) Code() int     { return int(c) }
 // message says so. The original error stays in the chain for the log, and
 // an error that is already an application error is left alone.
 func TestStorageErrorMessages(t *testing.T) {
+	t.Parallel()
 	wrap := func(step string, code int) error { return fmt.Errorf("fleet db f.db: %s: %w", step, resultCode(code)) }
 	cases := []struct {
 		name string

@@ -59,6 +59,7 @@ func deviceCount(t *testing.T, db *sqlite.DB) int {
 // connection's write lock waits (busy_timeout) instead of failing, and
 // completes, whole, once the lock is released.
 func TestBusyWaitsForTheLock(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustDevice(t, db, "pi-1")
 	holder := lockHolder(t, db.Path())
@@ -92,6 +93,7 @@ func TestBusyWaitsForTheLock(t *testing.T) {
 // locked and what the store was doing, changes nothing, and that the store
 // works again once the lock is gone.
 func TestBusyTimeoutIsAClearError(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits out the 5 s busy timeout")
 	}
@@ -130,6 +132,7 @@ func TestBusyTimeoutIsAClearError(t *testing.T) {
 // behind (no device without its tags); what was stored before is intact
 // (integrity_check ok); and writes work again once there is room.
 func TestDatabaseFull(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	for i := range 5 {
 		mustDevice(t, db, fmt.Sprintf("pi-%d", i), "kitchen")

@@ -16,6 +16,7 @@ import (
 // device-scoped grant needs its device and goes with it, the fleet-wide and
 // device grants of one skill are separate rows, bad input changes nothing.
 func TestSkillGrants(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "fleet.db"), nil)
 	if err != nil {

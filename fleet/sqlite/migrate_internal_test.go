@@ -6,6 +6,7 @@ import (
 )
 
 func TestLoadMigrations(t *testing.T) {
+	t.Parallel()
 	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 	tests := []struct {
 		name     string

@@ -12,6 +12,7 @@ import (
 )
 
 func TestMigrationsApplyOnceAndReopen(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	path := filepath.Join(t.TempDir(), "fleet.db")
 	db := mustOpenAt(t, path, c)
@@ -48,6 +49,7 @@ func TestMigrationsApplyOnceAndReopen(t *testing.T) {
 }
 
 func TestFutureSchemaRefused(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	path := filepath.Join(t.TempDir(), "fleet.db")
 	db := mustOpenAt(t, path, c)
@@ -67,6 +69,7 @@ func TestFutureSchemaRefused(t *testing.T) {
 }
 
 func TestOpenOddPath(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a dir?#%x")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func mustExec(tb testing.TB, db *sqlite.DB, id int64, dev string, to fleet.ExecS
 }
 
 func TestCreateRollout(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	mustPublish(t, db, "weather", "1.1.0")
@@ -115,6 +116,7 @@ func TestCreateRollout(t *testing.T) {
 // TestRolloutSupersede: a newer rollout of the same skill takes a device
 // from an older one instead of queueing behind it.
 func TestRolloutSupersede(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	mustPublish(t, db, "timer", "1.0.0")
@@ -169,6 +171,7 @@ func TestRolloutSupersede(t *testing.T) {
 
 // TestExecutionStateMachine drives every (from, to) pair through the store.
 func TestExecutionStateMachine(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	states := []fleet.ExecState{fleet.ExecQueued, fleet.ExecInProgress, fleet.ExecSucceeded,
@@ -220,6 +223,7 @@ func TestExecutionStateMachine(t *testing.T) {
 }
 
 func TestExecutionLifecycle(t *testing.T) {
+	t.Parallel()
 	db, c := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	mustDevice(t, db, "pi1")
@@ -282,6 +286,7 @@ func TestExecutionLifecycle(t *testing.T) {
 }
 
 func TestDeleteDeviceCancelsExecutions(t *testing.T) {
+	t.Parallel()
 	db, _ := mustOpen(t)
 	mustPublish(t, db, "weather", "1.0.0")
 	mustDevice(t, db, "pi1")

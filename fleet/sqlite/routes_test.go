@@ -12,6 +12,7 @@ import (
 )
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "fleet.db"), nil)
 	if err != nil {
