@@ -98,7 +98,7 @@ func haAvailabilityTopic(t *testing.T, f *faultFleet, device string) string {
 	defer ha.Close()
 	m := ha.Expect(t, cfgTopic, 30*time.Second)
 	var cfg struct {
-		AvailabilityTopic string `json:"avty_t"` // the config is abbreviated (fleet/hadiscovery)
+		AvailabilityTopic string `json:"availability_topic"`
 	}
 	full, err := hadiscovery.ExpandJSON(m.Payload) // read as Home Assistant reads the abbreviated keys
 	if err == nil {
