@@ -130,24 +130,24 @@ func TestAttackQueuedMessagesKeepTheirOrder(t *testing.T) {
 			}
 		}
 	}
-	check := func(addr string) {
+	check := func(when, addr string) {
 		t.Helper()
 		c := brokertest.DialRaw(t, addr)
 		if ack := c.MustConnect(brokertest.RawConnect{ClientID: "pi-a", Username: "pi-a", Password: dev.Secret, Expiry: 3600}); !ack.SessionPresent {
-			t.Fatal("session not resumed")
+			t.Fatalf("%s: session not resumed", when)
 		}
 		for i, w := range want {
-			pk := c.Expect(packets.Publish, wait)
-			if string(pk.Payload) != w {
-				t.Fatalf("message %d: %s, want %s", i, pk.Payload, w)
+			pk, err := c.Next(wait)
+			if err != nil || pk.FixedHeader.Type != packets.Publish || string(pk.Payload) != w {
+				t.Fatalf("%s: message %d: %+v %s (%v), want %s", when, i, pk.FixedHeader, pk.Payload, err, w)
 			}
 		}
 		c.Conn.Close() // unacknowledged: still queued for the next check
 	}
-	check(addr)
+	check("resumed", addr)
 	b.Close()
 	b2 := brokertest.Start(t, broker.Config{DataDir: dir, MQTTListen: addr}, dev.Account, op)
-	check(b2.Addr())
+	check("resumed after a restart", b2.Addr())
 }
 
 // 10. A subscriber that stops reading never stalls publishers or other

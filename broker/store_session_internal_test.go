@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -360,5 +361,62 @@ func TestTakeoverKeepsInflightRowsInOrder(t *testing.T) {
 	}
 	if after := inflight(); !slices.Equal(after[:3], before) {
 		t.Errorf("stored order after the takeover %q, want %q then the new one", after, before)
+	}
+}
+
+// publishOnTakeover publishes once, at QoS 1, when mochi logs that a
+// session was taken over: after the session was copied to the new
+// connection and before that connection is registered, the moment a
+// publisher still finds the old client.
+type publishOnTakeover struct {
+	slog.Handler
+	b     atomic.Pointer[Broker]
+	topic string
+	fired atomic.Bool
+}
+
+func (h *publishOnTakeover) Enabled(context.Context, slog.Level) bool { return true }
+func (h *publishOnTakeover) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *publishOnTakeover) WithGroup(string) slog.Handler            { return h }
+
+func (h *publishOnTakeover) Handle(_ context.Context, r slog.Record) error {
+	if b := h.b.Load(); b != nil && r.Message == "session taken over" && h.fired.CompareAndSwap(false, true) {
+		if err := b.Publish(Message{Topic: h.topic, Payload: []byte(`{"n":"late"}`), QoS: 1}); err != nil {
+			panic(err)
+		}
+	}
+	return nil
+}
+
+// A message delivered to the old client while its session is taken over
+// reaches the new connection, after the resumed ones (v2.7.9 lost it).
+func TestTakeoverKeepsALateDelivery(t *testing.T) {
+	const id, topic = "operator:alice/keeper", "chorus/v1/pi-1/bus/hello"
+	h := &publishOnTakeover{Handler: slog.DiscardHandler, topic: topic}
+	b, secret := startStoreBroker(t, t.TempDir(), slog.New(h))
+	h.b.Store(b)
+	c := dialRaw(t, b.Addr(), id, "operator:alice", secret, 3600)
+	c.subscribe(t, "chorus/v1/pi-1/bus/+")
+	c.conn.Close()
+	storeEventually(t, "the connection gone", func() bool { cl, ok := b.srv.Clients.Get(id); return ok && cl.Closed() })
+	if err := b.Publish(Message{Topic: topic, Payload: []byte(`{"n":"queued"}`), QoS: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	c = dialRawSession(t, b.Addr(), id, "operator:alice", secret, 3600, false)
+	var got []string
+	for len(got) < 2 {
+		typ, body := c.next(t)
+		if typ != packets.Publish {
+			t.Fatalf("got packet type %d, want PUBLISH (so far %q)", typ, got)
+		}
+		for _, n := range []string{"queued", "late"} {
+			if bytes.Contains(body, []byte(n)) {
+				got = append(got, n)
+			}
+		}
+	}
+	if !h.fired.Load() || !slices.Equal(got, []string{"queued", "late"}) {
+		t.Fatalf("delivered %q (late publish made: %v), want the queued message then the late one", got, h.fired.Load())
 	}
 }

@@ -150,20 +150,22 @@ type Will struct {
 
 // ClientState tracks the state of the client.
 type ClientState struct {
-	TopicAliases    TopicAliases       // a map of topic aliases
-	stopCause       atomic.Value       // reason for stopping
-	Inflight        *Inflight          // a map of in-flight qos messages
-	Subscriptions   *Subscriptions     // a map of the subscription filters a client maintains
-	disconnected    int64              // the time the client disconnected in unix time, for calculating expiry
-	outbound        outboundQueue      // queue for pending outbound packets
-	endOnce         sync.Once          // only end once
-	isTakenOver     atomic.Bool        // used to identify orphaned clients
-	packetID        uint32             // the current highest packetID
-	open            context.Context    // indicate that the client is open for packet exchange
-	cancelOpen      context.CancelFunc // cancel function for open context
-	outboundQty     int32              // number of messages currently in the outbound queue
-	Keepalive       uint16             // the number of seconds the connection can wait
-	ServerKeepalive bool               // keepalive was set by the server
+	TopicAliases    TopicAliases           // a map of topic aliases
+	stopCause       atomic.Value           // reason for stopping
+	Inflight        *Inflight              // a map of in-flight qos messages
+	Subscriptions   *Subscriptions         // a map of the subscription filters a client maintains
+	disconnected    int64                  // the time the client disconnected in unix time, for calculating expiry
+	outbound        outboundQueue          // queue for pending outbound packets
+	endOnce         sync.Once              // only end once
+	isTakenOver     atomic.Bool            // used to identify orphaned clients
+	successor       atomic.Pointer[Client] // the client that took this session over (inheritClientSession)
+	predecessor     *Client                // the client whose session this one took over, until attachClient adopts what was left there
+	packetID        uint32                 // the current highest packetID
+	open            context.Context        // indicate that the client is open for packet exchange
+	cancelOpen      context.CancelFunc     // cancel function for open context
+	outboundQty     int32                  // number of messages currently in the outbound queue
+	Keepalive       uint16                 // the number of seconds the connection can wait
+	ServerKeepalive bool                   // keepalive was set by the server
 }
 
 // newClient returns a new instance of Client. This is almost exclusively used by Server
@@ -331,23 +333,47 @@ func (cl *Client) resendInflight(pks []packets.Packet) error {
 	return nil
 }
 
-// clearTransferredInflights empties the in-flight messages of a client
-// whose session was taken over and copied to to. Those also in to are still
-// in flight, now for the successor: they are removed without OnQosDropped
-// (a store keeps their rows, and so their order) and stay counted in
-// Info.Inflight. One set on cl after the copy was made is dropped as
-// ClearInflights drops it.
+// clearTransferredInflights removes from a client whose session was taken
+// over the in-flight messages copied to its successor's to: they are still
+// in flight, now for the successor, so they are removed without
+// OnQosDropped (a store keeps their rows, and so their order) and stay
+// counted in Info.Inflight. One set on cl after the copy stays, for the
+// successor to adopt (adoptLateInflights).
 func (cl *Client) clearTransferredInflights(to *Inflight) {
 	for _, tk := range cl.State.Inflight.GetAll(false) {
-		if !cl.State.Inflight.Delete(tk.PacketID) {
-			continue
-		}
 		if moved, ok := to.Get(tk.PacketID); ok && moved.Created == tk.Created && moved.FixedHeader.Type == tk.FixedHeader.Type {
+			cl.State.Inflight.Delete(tk.PacketID)
+		}
+	}
+}
+
+// adoptLateInflights moves to cl the QoS 1/2 messages a publisher set on
+// from, the client whose session cl took over, after the session was
+// copied: a publisher that looked the client id up before cl was
+// registered delivers to from. v2.7.9 lost them. Each gets a packet id of
+// cl's; whoever deletes it from from first (this, or the publisher handing
+// it on in publishToClient) owns it. They are returned in order, to be
+// sent after the resumed ones.
+func (cl *Client) adoptLateInflights(from *Client) []packets.Packet {
+	var out []packets.Packet
+	for _, pk := range from.State.Inflight.GetAll(false) {
+		if pk.FixedHeader.Type != packets.Publish || !from.State.Inflight.Delete(pk.PacketID) {
 			continue
 		}
-		cl.ops.hooks.OnQosDropped(cl, tk)
-		atomic.AddInt64(&cl.ops.info.Inflight, -1)
+		cl.ops.hooks.OnQosDropped(from, pk)
+		id, err := cl.NextPacketID()
+		if err != nil {
+			atomic.AddInt64(&cl.ops.info.Inflight, -1)
+			cl.ops.log.Warn("packet ids exhausted adopting an in-flight message", "client", cl.ID)
+			continue
+		}
+		pk.PacketID = uint16(id)
+		if cl.State.Inflight.Set(pk) {
+			cl.ops.hooks.OnQosPublish(cl, pk, pk.Created, 0)
+		}
+		out = append(out, pk)
 	}
+	return out
 }
 
 // ClearInflights deletes all inflight messages for the client, e.g. for a disconnected user with a clean session.

@@ -487,6 +487,10 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		resend = cl.State.Inflight.GetAll(false)
 	}
 	s.Clients.Add(cl) // [MQTT-4.1.0-1]
+	if from := cl.State.predecessor; from != nil {
+		cl.State.predecessor = nil
+		resend = append(resend, cl.adoptLateInflights(from)...) // delivered to the old client while this one was not yet registered
+	}
 
 	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
 	if err != nil {
@@ -601,6 +605,8 @@ func (s *Server) inheritClientSession(pk packets.Packet, cl *Client) bool {
 			return false                           // [MQTT-3.2.2-3]
 		}
 
+		existing.State.successor.Store(cl) // publishers still holding existing hand their messages on
+		cl.State.predecessor = existing
 		existing.State.isTakenOver.Store(true)
 		if existing.State.Inflight.Len() > 0 {
 			cl.State.Inflight = existing.State.Inflight.Clone() // [MQTT-3.1.2-5]
@@ -1139,6 +1145,16 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 			atomic.AddInt64(&s.Info.Inflight, 1)
 			s.hooks.OnQosPublish(cl, out, out.Created, 0)
 			cl.State.Inflight.DecreaseSendQuota()
+		}
+
+		// A session taken over: the message goes to the successor once it
+		// is registered (before that, attachClient adopts it from here).
+		if succ := cl.State.successor.Load(); succ != nil {
+			if reg, ok := s.Clients.Get(cl.ID); ok && reg == succ && cl.State.Inflight.Delete(out.PacketID) {
+				atomic.AddInt64(&s.Info.Inflight, -1)
+				s.hooks.OnQosDropped(cl, out)
+				return s.publishToClient(succ, sub, pk)
+			}
 		}
 
 		if sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0 {
