@@ -52,7 +52,7 @@ CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent"
 if "$tmp/chorus-agent" gateway >/dev/null 2>&1; then echo "the agent-only build has a gateway command"; exit 1; fi
 
 phase "mosquitto (the external-broker portability suite in cmd/chorus)"
-if ! command -v mosquitto >/dev/null 2>&1; then
+if ! command -v mosquitto >/dev/null 2>&1 || ! command -v mosquitto_pub >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto mosquitto-clients) >/dev/null \
       || echo "mosquitto install failed: TestMosquittoPortabilityE2E skips outside CI and fails in CI"
