@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -136,6 +137,12 @@ func (a *app) newAgentJoinCmd() *cobra.Command {
 					return nil // stopped while waiting: a clean shutdown
 				}
 				return err
+			}
+			// Skills could read the token from this process's command line
+			// (/proc/<pid>/cmdline): run the agent as `chorus agent
+			// --credentials FILE`, the same process without the token.
+			if err := execWithoutToken(args[0], enrol.CredentialsPath(f.dataDir)); err != nil {
+				a.log.Warn("could not drop the join token from the command line; running on", "error", err)
 			}
 			ac, err := a.agentConfig(cfg, creds, f)
 			if err != nil {
@@ -280,4 +287,32 @@ func closeAgent(ag *agent.Agent) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return ag.Close(ctx)
+}
+
+// execWithoutToken replaces this process with the same command line minus
+// `join` and the token, plus --credentials creds: the enrolled agent runs
+// with nothing in /proc/<pid>/cmdline that enrols another device. It
+// returns only on failure.
+func execWithoutToken(token, creds string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := make([]string, 0, len(os.Args)+2)
+	droppedJoin, droppedToken := false, false
+	for i, a := range os.Args {
+		switch {
+		case !droppedJoin && a == "join" && i > 0 && os.Args[i-1] == "agent":
+			droppedJoin = true
+		case !droppedToken && a == token:
+			droppedToken = true
+		default:
+			args = append(args, a)
+		}
+	}
+	if !droppedJoin || !droppedToken {
+		return fmt.Errorf("the command line does not read `agent join TOKEN`")
+	}
+	args = append(args, "--credentials", creds)
+	return syscall.Exec(self, args, os.Environ())
 }

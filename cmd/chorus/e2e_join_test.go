@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,12 @@ func TestJoinE2E(t *testing.T) {
 		t.Fatalf("accept: %v\n%s", err, all)
 	}
 	eventually(t, "pi-join online", func() bool { d, ok := device("pi-join"); return ok && d.Online && d.Tags[0] == "kitchen" })
+	// Enrolled, the agent runs without the token on its command line,
+	// where its skills could read it (/proc/<pid>/cmdline).
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", a.cmd.Process.Pid))
+	if err != nil || strings.Contains(string(cmdline), token) || !strings.Contains(string(cmdline), "--credentials") {
+		t.Errorf("the enrolled agent's command line %q (%v): want no token, and --credentials", strings.ReplaceAll(string(cmdline), "\x00", " "), err)
+	}
 	fi, err := os.Stat(enrol.CredentialsPath(dataA))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("credentials file: %v, %v", fi, err)

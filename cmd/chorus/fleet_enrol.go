@@ -68,6 +68,8 @@ func (a *app) newFleetTokenCreateCmd(f *fleetFlags) *cobra.Command {
 				out.Token.ID, out.Token.Uses, fleetTime(out.Token.ExpiresAt), mode)
 			if tok, err := api.ParseJoinToken(out.Text); err == nil && tok.LocalOnly() {
 				fmt.Fprintf(a.stderr, "warning: the token points satellites at %s, which only this machine can reach: give the gateway the address satellites use (its advertised HTTP URL) and make a new token\n", tok.URL)
+			} else if err == nil && strings.HasPrefix(tok.URL, "http://") {
+				fmt.Fprintf(a.stderr, "warning: %s is plain HTTP: the join and the credentials it returns cross the network in the clear, readable by anyone who can watch it; turn on http.tls (chorus cert, docs/security.md) on a network you do not trust\n", tok.URL)
 			}
 			fmt.Fprintln(a.stdout, out.Text)
 			return nil

@@ -115,6 +115,12 @@ func (db *DB) DeleteDevice(ctx context.Context, id string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM skill_grants WHERE device = ?`, id); err != nil {
 			return err
 		}
+		// An enrolment of this name (accepted, not yet collected) dies with
+		// it: collected later it would rotate the secret of a device
+		// re-created under the name.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM pending_devices WHERE device = ?`, id); err != nil {
+			return err
+		}
 		return cancelDeviceExecutions(ctx, tx, id)
 	})
 }

@@ -109,3 +109,25 @@ func TestPendingDevices(t *testing.T) {
 		t.Errorf("accept unknown: %v", err)
 	}
 }
+
+// An accepted enrolment not yet collected dies with its device: collected
+// after the name was removed and given to a new device, it would rotate
+// that device's secret away.
+func TestDeviceRemovalEndsItsEnrolment(t *testing.T) {
+	t.Parallel()
+	db, _ := mustOpen(t)
+	mustDevice(t, db, "kitchen")
+	p := &fleet.PendingDevice{ID: "p-1", DeviceID: "kitchen", Tags: []string{}, TokenID: "jt-1", Address: "198.18.0.2", SecretHash: "sha256:x"}
+	if err := db.CreatePending(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AcceptPending(ctx, "p-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteDevice(ctx, "kitchen"); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := db.ListPending(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("pending after the device's removal: %+v, %v; want none", ps, err)
+	}
+}
