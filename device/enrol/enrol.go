@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,28 +308,34 @@ func IDFromHostname(h string) string {
 func Client(baseURL, pin string) (*fleetclient.Client, error) {
 	hc := &http.Client{Timeout: 30 * time.Second}
 	if pin != "" {
-		hc = PinnedHTTPClient(pin)
+		u, err := url.Parse(baseURL)
+		if err != nil {
+			return nil, fmt.Errorf("gateway URL %q: %w", baseURL, err)
+		}
+		hc = PinnedHTTPClient(pin, u.Hostname())
 	}
 	return fleetclient.New(fleetclient.Config{BaseURL: baseURL, HTTPClient: hc, UserAgent: "chorus-agent-join"})
 }
 
 // PinnedHTTPClient accepts a TLS server only when its chain holds the
 // certificate whose SHA-256 is pin and the server's certificate verifies
-// up to it, checked in the TLS handshake, before any request is sent.
-func PinnedHTTPClient(pin string) *http.Client {
+// up to it for host (a name or an address), checked in the TLS handshake,
+// before any request is sent.
+func PinnedHTTPClient(pin, host string) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: true, // replaced by VerifyConnection's pinned check
-		VerifyConnection:   func(cs tls.ConnectionState) error { return VerifyPinned(cs, pin) },
+		VerifyConnection:   func(cs tls.ConnectionState) error { return VerifyPinned(cs, pin, host) },
 	}
 	return &http.Client{Timeout: 30 * time.Second, Transport: tr}
 }
 
 // VerifyPinned checks a TLS server's chain against pin: some certificate of
-// the chain has that SHA-256, and the leaf verifies up to it for the name
-// dialled.
-func VerifyPinned(cs tls.ConnectionState, pin string) error {
+// the chain has that SHA-256, and the leaf verifies up to it for host, the
+// name or address dialled (cs.ServerName is empty for an address: Go sends
+// no SNI for one, so it cannot stand in for host).
+func VerifyPinned(cs tls.ConnectionState, pin, host string) error {
 	certs := cs.PeerCertificates
 	if len(certs) == 0 {
 		return errors.New("gateway sent no certificate")
@@ -349,8 +356,11 @@ func VerifyPinned(cs tls.ConnectionState, pin string) error {
 	for _, c := range certs[1:] {
 		inter.AddCert(c)
 	}
-	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: cs.ServerName}); err != nil {
-		return fmt.Errorf("the gateway's certificate matches the pin but does not verify for %s: %w", cs.ServerName, err)
+	if host == "" {
+		return errors.New("no gateway host to check its certificate for")
+	}
+	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: host}); err != nil {
+		return fmt.Errorf("the gateway's certificate matches the pin but does not verify for %s: %w", host, err)
 	}
 	return nil
 }

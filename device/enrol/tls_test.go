@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -68,7 +69,7 @@ func TestJoinOverPinnedTLS(t *testing.T) {
 	// The operator's client here trusts the CA through the same pin.
 	sum := sha256.Sum256(caDER)
 	pin := hex.EncodeToString(sum[:])
-	op, err := fleetclient.New(fleetclient.Config{BaseURL: g.Up().HTTPURL, Token: g.Token(), HTTPClient: enrol.PinnedHTTPClient(pin)})
+	op, err := fleetclient.New(fleetclient.Config{BaseURL: g.Up().HTTPURL, Token: g.Token(), HTTPClient: enrol.PinnedHTTPClient(pin, "127.0.0.1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +94,33 @@ func TestJoinOverPinnedTLS(t *testing.T) {
 	creds, err := enrol.Run(context.Background(), fastPoll(t.TempDir(), out.Text, "pi-tls"))
 	if err != nil || creds.Device != "pi-tls" {
 		t.Fatalf("join over pinned TLS: %+v, %v", creds, err)
+	}
+}
+
+// The pinned check names the host dialled, also for an address (for which
+// Go sends no SNI and leaves ConnectionState.ServerName empty): a
+// certificate the pinned CA made for another address is refused.
+func TestVerifyPinnedChecksTheAddress(t *testing.T) {
+	t.Parallel()
+	certFile, keyFile, caDER := caAndServer(t, t.TempDir())
+	chain, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs tls.ConnectionState
+	for _, der := range chain.Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.PeerCertificates = append(cs.PeerCertificates, c)
+	}
+	sum := sha256.Sum256(caDER)
+	pin := hex.EncodeToString(sum[:])
+	if err := enrol.VerifyPinned(cs, pin, "127.0.0.1"); err != nil {
+		t.Fatalf("the address the certificate names: %v", err)
+	}
+	if err := enrol.VerifyPinned(cs, pin, "198.18.0.9"); err == nil || !strings.Contains(err.Error(), "198.18.0.9") {
+		t.Fatalf("another address: %v, want a refusal naming it", err)
 	}
 }
