@@ -146,7 +146,7 @@ func (c *Controller) admit(ctx context.Context, actor string, t *fleet.JoinToken
 func (c *Controller) PollJoin(ctx context.Context, id, secret string) (fleet.JoinResult, error) {
 	p, err := c.store.GetPending(ctx, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
-		return fleet.JoinResult{}, fleet.Errorf(fleet.ENOTFOUND, "enrolment %s is not waiting: it was rejected, or its credentials were already collected; ask the operator, and join again with a new token", id)
+		return fleet.JoinResult{}, fleet.Errorf(fleet.ENOTFOUND, "enrolment %s is not waiting: it was rejected, its device was removed, or its credentials were already collected; ask the operator, and join again with a new token", id)
 	}
 	if err != nil {
 		return fleet.JoinResult{}, err
