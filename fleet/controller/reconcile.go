@@ -120,15 +120,30 @@ func (c *Controller) publishIfNeeded(d *fleet.Device, doc fleet.Desired) (Result
 		}
 		return Result{}, nil
 	}
-	if err := c.publishDesired(d.ID, doc); err != nil {
-		return Result{}, err
-	}
+	// Recorded before it is sent: a device that reads the new document can
+	// at once download what it or the one before names (artifactFor).
 	c.pubMu.Lock()
 	prev := last.prev
 	if ok && doc.Version > last.version {
 		prev = last.artifacts
 	}
-	c.published[d.ID] = publishedDoc{version: doc.Version, at: now, artifacts: artifactsOf(doc), prev: prev}
+	entry := publishedDoc{version: doc.Version, at: now, artifacts: artifactsOf(doc), prev: prev}
+	c.published[d.ID] = entry
+	c.pubMu.Unlock()
+	if err := c.publishDesired(d.ID, doc); err != nil {
+		c.pubMu.Lock()
+		if ok {
+			c.published[d.ID] = last // not sent: the next pass sends it again
+		} else {
+			delete(c.published, d.ID)
+		}
+		c.pubMu.Unlock()
+		return Result{}, err
+	}
+	// Remembered again once sent: a removal that forgot the device while
+	// this was being sent finds it and clears the document (removed).
+	c.pubMu.Lock()
+	c.published[d.ID] = entry
 	c.pubMu.Unlock()
 	c.changed("device/" + d.ID)
 	if behind {
