@@ -258,11 +258,16 @@ func TestDashboardBrowserE2E(t *testing.T) {
 		chromedp.Submit(chromedp.CSS(`#skill`)), chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
 	b.waitJS("two of three succeeded", `document.querySelector("#summary .progress-text").textContent.startsWith("2/3 succeeded")`, 90*time.Second)
 	b.waitJS("pi-3's reason", `document.querySelector('#executions tr[data-device="pi-3"]').textContent.includes("offline since")`, 10*time.Second)
-	b.do("pause", chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`#resume`)))
+	get(b, "pause", chromedp.Evaluate[int](`setTimeout(() => document.getElementById("pause").click(), 0); 1`)) // one task: see abort below
+	b.do("paused page", chromedp.WaitVisible(chromedp.CSS(`#resume`)))
 	b.waitJS("paused", `document.getElementById("rollout-state").textContent === "paused"`, 10*time.Second)
-	b.do("resume", chromedp.Click(chromedp.CSS(`#resume`)), chromedp.WaitVisible(chromedp.CSS(`#pause`)))
+	get(b, "resume", chromedp.Evaluate[int](`setTimeout(() => document.getElementById("resume").click(), 0); 1`))
+	b.do("resumed page", chromedp.WaitVisible(chromedp.CSS(`#pause`)))
 	b.waitJS("resumed", `document.getElementById("rollout-state").textContent === "in_progress"`, 10*time.Second)
-	b.do("abort with rollback", chromedp.Click(chromedp.CSS(`#rollback`)), chromedp.Click(chromedp.CSS(`#abort`)), chromedp.WaitNotPresent(chromedp.CSS(`#abort`)))
+	// Ticked and clicked in one task of the page: live updates re-render the
+	// actions between two separate clicks (the node is gone, or the tick lost).
+	get(b, "abort with rollback", chromedp.Evaluate[int](`setTimeout(() => { document.getElementById("rollback").checked = true; document.getElementById("abort").click(); }, 0); 1`))
+	b.do("abort sent", chromedp.WaitNotPresent(chromedp.CSS(`#abort`)))
 	b.waitJS("aborted", `document.getElementById("rollout-state").textContent === "aborted"`, 10*time.Second)
 	b.do("skill page", chromedp.Navigate(base+"/skills/fleet.bye"), chromedp.WaitVisible(chromedp.CSS(`#installs`)))
 	b.waitJS("rolled back from every device", `document.getElementById("installs").textContent.includes("No device reports it.")`, 60*time.Second)
