@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -10,10 +11,11 @@ import (
 	"github.com/chorus-edge/chorus/fleet/api"
 )
 
-// maxLimited caps the client addresses the join limiter remembers; past it,
-// addresses whose bucket has refilled are forgotten, and while it is still
-// full new addresses are refused (a flood from many addresses cannot grow
-// the map without bound).
+// maxLimited caps the clients the join limiter remembers; past it, clients
+// whose bucket has refilled are forgotten and, while it is still full, the
+// longest idle one (a flood from many addresses can neither grow the map
+// without bound nor lock new clients out: a forgotten client only starts
+// again from a full bucket, and a join still needs a 256-bit secret).
 const maxLimited = 4096
 
 // limiter is a token bucket per client address (docs/security.md, "Join
@@ -52,7 +54,7 @@ func (l *limiter) allow(addr string) (bool, time.Duration) {
 			l.forgetRefilled(now)
 		}
 		if len(l.buckets) >= maxLimited {
-			return false, time.Second
+			l.forgetIdlest()
 		}
 		b = &bucket{tokens: l.burst, at: now}
 		l.buckets[addr] = b
@@ -64,6 +66,29 @@ func (l *limiter) allow(addr string) (bool, time.Duration) {
 	}
 	b.tokens--
 	return true, 0
+}
+
+// forgetIdlest forgets the client heard from longest ago; l.mu is held.
+func (l *limiter) forgetIdlest() {
+	var idlest string
+	var at time.Time
+	for addr, b := range l.buckets {
+		if idlest == "" || b.at.Before(at) {
+			idlest, at = addr, b.at
+		}
+	}
+	delete(l.buckets, idlest)
+}
+
+// limitKey is whom the limiter counts a request against: the IPv4
+// address, or the IPv6 /64 (one host is usually given a whole /64, so its
+// single addresses cost it nothing).
+func limitKey(host string) string {
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 func (l *limiter) forgetRefilled(now time.Time) {
@@ -79,7 +104,7 @@ func (l *limiter) forgetRefilled(now time.Time) {
 func (s *Server) limited(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		host := clientHost(r)
-		if ok, wait := s.joinLimit.allow(host); !ok {
+		if ok, wait := s.joinLimit.allow(limitKey(host)); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 			writeCode(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many join requests from "+host+": wait and retry (Retry-After says when)")
 			return
