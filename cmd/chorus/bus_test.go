@@ -102,15 +102,10 @@ func startListen(t *testing.T, args ...string) *lockedBuffer {
 	return &out
 }
 
+// waitFor polls cond every 10 ms for up to 10 s (pollUntil).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: timed out", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pollUntil(t, what, 10*time.Second, 10*time.Millisecond, cond)
 }
 
 type printed struct {

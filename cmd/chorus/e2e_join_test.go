@@ -46,12 +46,18 @@ func (m multiWriter) Write(p []byte) (int, error) {
 // 15 s between polls while pending).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return
+	pollUntil(t, what, 60*time.Second, 100*time.Millisecond, cond)
+}
+
+// pollUntil is the one poll loop of these tests: cond every `every`,
+// failing the test once `within` has passed.
+func pollUntil(t *testing.T, what string, within, every time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(every) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
 		}
 	}
-	t.Fatalf("%s: not within 60 s", what)
 }
 
 // Join-token enrolment driven as a Pi owner would: a gateway, a token,
