@@ -172,7 +172,7 @@ type Controller struct {
 	// entry in separate transactions, and one gateway owns the store
 	// (gateway/dirlock), so a lock here makes each of them whole.
 	joinMu sync.Mutex
-	table   tableBox
+	table  tableBox
 
 	pubMu     sync.Mutex              // guards the fields below; never held across I/O
 	published map[string]publishedDoc // device -> last desired document published
