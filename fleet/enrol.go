@@ -78,6 +78,9 @@ type PendingDevice struct {
 	SecretHash string    `json:"-"`       // of the agent's poll secret
 	Accepted   bool      `json:"accepted"`
 	CreatedAt  time.Time `json:"created_at"`
+	// CollectedAt is when the agent last collected its credentials (zero:
+	// not yet). A collected entry no longer waits for an operator.
+	CollectedAt time.Time `json:"collected_at,omitzero"`
 }
 
 // Validate checks what a new pending entry must have.
@@ -113,6 +116,8 @@ type EnrolService interface {
 	GetPending(ctx context.Context, id string) (*PendingDevice, error)
 	ListPending(ctx context.Context) ([]*PendingDevice, error)
 	AcceptPending(ctx context.Context, id string) (*PendingDevice, error)
+	// CollectPending records that the agent collected its credentials.
+	CollectPending(ctx context.Context, id string) (*PendingDevice, error)
 	DeletePending(ctx context.Context, id string) error
 }
 

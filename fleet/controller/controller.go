@@ -167,7 +167,12 @@ type Controller struct {
 	removals atomic.Uint64
 
 	tableMu sync.Mutex // serialises rebuildTable: the last rebuild reads the newest registry
-	table   tableBox
+	// joinMu serialises what changes an enrolment (collect, accept,
+	// reject): each reads the entry and then writes the registry and the
+	// entry in separate transactions, and one gateway owns the store
+	// (gateway/dirlock), so a lock here makes each of them whole.
+	joinMu sync.Mutex
+	table  tableBox
 
 	pubMu     sync.Mutex              // guards the fields below; never held across I/O
 	published map[string]publishedDoc // device -> last desired document published

@@ -140,13 +140,23 @@ func (c *Controller) admit(ctx context.Context, actor string, t *fleet.JoinToken
 	return fleet.JoinResult{Pending: p, PollSecret: poll}, nil
 }
 
+// RecollectWindow is how long after collecting its credentials an agent may
+// collect them again, as long as its device has not been heard from since:
+// a reply lost on the way (a dropped connection, a timeout) must not strand
+// a device the operator accepted. Each collection issues fresh credentials,
+// so only the latest works.
+const RecollectWindow = 10 * time.Minute
+
 // PollJoin is a pending agent asking whether it was accepted: pending, or
-// (once) its credentials, which ends the pending entry. A rejected entry is
-// gone: ENOTFOUND.
+// its credentials. The entry ends once the device is heard from, or
+// RecollectWindow after the last collection. A rejected entry is gone:
+// ENOTFOUND.
 func (c *Controller) PollJoin(ctx context.Context, id, secret string) (fleet.JoinResult, error) {
+	c.joinMu.Lock()
+	defer c.joinMu.Unlock()
 	p, err := c.store.GetPending(ctx, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
-		return fleet.JoinResult{}, fleet.Errorf(fleet.ENOTFOUND, "enrolment %s is not waiting: it was rejected, its device was removed, or its credentials were already collected; ask the operator, and join again with a new token", id)
+		return fleet.JoinResult{}, errNotWaiting(id)
 	}
 	if err != nil {
 		return fleet.JoinResult{}, err
@@ -157,6 +167,11 @@ func (c *Controller) PollJoin(ctx context.Context, id, secret string) (fleet.Joi
 	if !p.Accepted {
 		return fleet.JoinResult{Pending: p}, nil
 	}
+	if !p.CollectedAt.IsZero() {
+		if err := c.mayRecollect(ctx, p); err != nil {
+			return fleet.JoinResult{}, err
+		}
+	}
 	creds, err := c.issueJoined(ctx, p)
 	if err != nil {
 		return fleet.JoinResult{}, err
@@ -164,8 +179,32 @@ func (c *Controller) PollJoin(ctx context.Context, id, secret string) (fleet.Joi
 	return fleet.JoinResult{Credentials: &creds}, nil
 }
 
+func errNotWaiting(id string) error {
+	return fleet.Errorf(fleet.ENOTFOUND, "enrolment %s is not waiting: it was rejected, its device was removed, or its credentials were collected and used; ask the operator, and join again with a new token", id)
+}
+
+// mayRecollect allows a second collection within RecollectWindow while the
+// device has not been heard from; otherwise it ends the entry and says so.
+func (c *Controller) mayRecollect(ctx context.Context, p *fleet.PendingDevice) error {
+	d, err := c.GetDevice(ctx, p.DeviceID) // LastSeen is now while it is connected
+	// Heard from: a presence message since the collection, or a live
+	// connection under the device's name now.
+	used := err == nil && (!d.LastSeen.IsZero() && !d.LastSeen.Before(p.CollectedAt) || c.live.on() && c.live.connected(p.DeviceID))
+	if err != nil && fleet.ErrorCode(err) != fleet.ENOTFOUND {
+		return err
+	}
+	if !used && err == nil && c.cfg.Now().Sub(p.CollectedAt) < RecollectWindow {
+		return nil
+	}
+	if derr := c.store.DeletePending(ctx, p.ID); derr != nil && fleet.ErrorCode(derr) != fleet.ENOTFOUND {
+		return derr
+	}
+	return errNotWaiting(p.ID)
+}
+
 // issueJoined gives an accepted device fresh credentials (the ones made at
-// accept were never shown) and ends its pending entry.
+// accept, or at an earlier collection, stop working) and records the
+// collection. The caller holds joinMu.
 func (c *Controller) issueJoined(ctx context.Context, p *fleet.PendingDevice) (configs.AgentCredentials, error) {
 	secret, priv, err := newDeviceSecrets()
 	if err != nil {
@@ -179,11 +218,11 @@ func (c *Controller) issueJoined(ctx context.Context, p *fleet.PendingDevice) (c
 		}
 		return configs.AgentCredentials{}, err
 	}
-	if err := c.store.DeletePending(ctx, p.ID); err != nil {
+	if _, err := c.store.CollectPending(ctx, p.ID); err != nil {
 		return configs.AgentCredentials{}, err
 	}
 	actor := "join-token:" + p.TokenID
-	c.audit(ctx, actor, "device.join", "device/"+p.DeviceID, map[string]any{"token": p.TokenID, "address": p.Address, "pending": p.ID})
+	c.audit(ctx, actor, "device.join", "device/"+p.DeviceID, map[string]any{"token": p.TokenID, "address": p.Address, "pending": p.ID, "again": !p.CollectedAt.IsZero()})
 	_ = c.registryChanged(ctx)
 	creds := c.credentials(d, secret, priv)
 	c.cfg.SecretIssued(ctx, creds.Username, secret)
@@ -199,6 +238,8 @@ func (c *Controller) ListPending(ctx context.Context) ([]*fleet.PendingDevice, e
 // and marks the entry accepted; the agent collects its credentials on its
 // next poll. Accepting twice answers the device again.
 func (c *Controller) AcceptPending(ctx context.Context, actor, id string) (*fleet.Device, error) {
+	c.joinMu.Lock()
+	defer c.joinMu.Unlock()
 	p, err := c.store.GetPending(ctx, id)
 	if err != nil {
 		return nil, err
@@ -214,6 +255,12 @@ func (c *Controller) AcceptPending(ctx context.Context, actor, id string) (*flee
 		return nil, err
 	}
 	if _, err := c.store.AcceptPending(ctx, id); err != nil {
+		// The entry is gone (the device was removed meanwhile) or the store
+		// failed: undo the device, which no agent could ever collect.
+		if rerr := c.store.DeleteDevice(ctx, p.DeviceID); rerr != nil && fleet.ErrorCode(rerr) != fleet.ENOTFOUND {
+			c.log.Error("accept failed and the device it added was not removed: remove it (chorus fleet device rm)", "device", p.DeviceID, "err", rerr)
+		}
+		_ = c.registryChanged(ctx)
 		return nil, err
 	}
 	c.audit(ctx, actor, "device.accept", "pending/"+id, map[string]any{"device": p.DeviceID, "token": p.TokenID})
@@ -222,6 +269,8 @@ func (c *Controller) AcceptPending(ctx context.Context, actor, id string) (*flee
 
 // RejectPending drops a pending device; its agent's next poll learns it.
 func (c *Controller) RejectPending(ctx context.Context, actor, id string) error {
+	c.joinMu.Lock()
+	defer c.joinMu.Unlock()
 	p, err := c.store.GetPending(ctx, id)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/eclipse/paho.golang/paho"
 )
 
 // testClock only moves when a test says so.
@@ -173,8 +174,24 @@ func TestJoinPendingAcceptReject(t *testing.T) {
 		t.Fatalf("poll after accept: %d %s", resp.StatusCode, b)
 	}
 	brokertest.MustConnect(t, e.b.Addr(), jr.Credentials.Username, jr.Credentials.Password, brokertest.ConnectOptions{ClientID: "agent"}).Close()
+	// The reply could have been lost: polling again collects fresh
+	// credentials, and the first ones stop working.
+	resp, b = do(t, e.srv, poll, nil)
+	again := decode[api.JoinResponse](t, b)
+	if resp.StatusCode != 200 || again.Credentials == nil || again.Credentials.Password == jr.Credentials.Password {
+		t.Fatalf("poll again after collecting: %d %s", resp.StatusCode, b)
+	}
+	e.mqttRefused(t, "pi-1", jr.Credentials.Password)
+	// Once the device is heard from, the entry is over.
+	agent := brokertest.MustConnect(t, e.b.Addr(), again.Credentials.Username, again.Credentials.Password, brokertest.ConnectOptions{ClientID: "pi-1"})
+	defer agent.Close()
+	publishOnline(t, agent, "pi-1")
+	eventually(t, "pi-1 online", func() bool {
+		resp, b := do(t, e.srv, call{"GET", "/v1/devices/pi-1", "", op}, nil)
+		return resp.StatusCode == 200 && decode[api.DeviceResponse](t, b).Device.Online
+	})
 	if resp, b := do(t, e.srv, poll, nil); resp.StatusCode != 404 || !strings.Contains(string(b), "join again") {
-		t.Errorf("poll after the credentials were collected: %d %s", resp.StatusCode, b)
+		t.Errorf("poll after the device was heard from: %d %s", resp.StatusCode, b)
 	}
 
 	// A second device, rejected.
@@ -355,5 +372,17 @@ func TestJoinAcceptEdgeCases(t *testing.T) {
 	}
 	if _, b := do(t, e.srv, call{"GET", "/v1/pending-devices", "", op}, nil); strings.Contains(string(b), gone.ID) {
 		t.Errorf("the ended enrolment is still pending: %s", b)
+	}
+}
+
+// publishOnline says "online" for dev as its agent does (retained, QoS 1,
+// session 1).
+func publishOnline(t *testing.T, c *brokertest.Client, dev string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Publish(ctx, &paho.Publish{Topic: "chorus/v1/" + dev + "/availability", QoS: 1, Retain: true, Payload: []byte("online"),
+		Properties: &paho.PublishProperties{User: paho.UserProperties{{Key: "session", Value: "1"}}}}); err != nil {
+		t.Fatalf("publish online: %v", err)
 	}
 }

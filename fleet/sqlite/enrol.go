@@ -119,7 +119,7 @@ func scanJoinToken(s scanner) (*fleet.JoinToken, error) {
 	return &t, nil
 }
 
-const pendingCols = `id, device, tags, token, address, secret_hash, accepted, created_at`
+const pendingCols = `id, device, tags, token, address, secret_hash, accepted, created_at, collected_at`
 
 // CreatePending adds a device waiting for an operator; a device id that is
 // already waiting is ErrConflict.
@@ -133,7 +133,7 @@ func (db *DB) CreatePending(ctx context.Context, p *fleet.PendingDevice) error {
 		return err
 	}
 	return db.write(ctx, func(tx *tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO pending_devices (`+pendingCols+`) VALUES (?, ?, ?, ?, ?, ?, 0, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO pending_devices (`+pendingCols+`) VALUES (?, ?, ?, ?, ?, ?, 0, ?, 0)`,
 			p.ID, p.DeviceID, tags, p.TokenID, p.Address, p.SecretHash, encTime(tx.now))
 		if err != nil {
 			return conflictOr(err, "device %q is already waiting to be accepted: pick another name with --device, or ask the operator to reject the waiting one (chorus fleet device pending)", p.DeviceID)
@@ -158,11 +158,12 @@ func getPending(ctx context.Context, tx *tx, id string) (*fleet.PendingDevice, e
 	return p, notFoundOr(err, "pending enrolment %q not found (chorus fleet device pending lists them)", id)
 }
 
-// ListPending returns the pending entries, oldest first.
+// ListPending returns the entries still waiting (not collected), oldest
+// first.
 func (db *DB) ListPending(ctx context.Context) ([]*fleet.PendingDevice, error) {
 	var out []*fleet.PendingDevice
 	err := db.read(ctx, func(tx *tx) (err error) {
-		out, err = queryAll(ctx, tx, scanPending, `SELECT `+pendingCols+` FROM pending_devices ORDER BY created_at, id`)
+		out, err = queryAll(ctx, tx, scanPending, `SELECT `+pendingCols+` FROM pending_devices WHERE collected_at = 0 ORDER BY created_at, id`)
 		return err
 	})
 	return out, err
@@ -184,6 +185,22 @@ func (db *DB) AcceptPending(ctx context.Context, id string) (*fleet.PendingDevic
 	return p, err
 }
 
+// CollectPending records that the agent collected its credentials now.
+func (db *DB) CollectPending(ctx context.Context, id string) (*fleet.PendingDevice, error) {
+	var p *fleet.PendingDevice
+	err := db.write(ctx, func(tx *tx) (err error) {
+		if p, err = getPending(ctx, tx, id); err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, `UPDATE pending_devices SET collected_at = ? WHERE id = ?`, encTime(tx.now), id); err != nil {
+			return err
+		}
+		p.CollectedAt = tx.now
+		return nil
+	})
+	return p, err
+}
+
 // DeletePending removes an entry.
 func (db *DB) DeletePending(ctx context.Context, id string) error {
 	return db.write(ctx, func(tx *tx) error {
@@ -194,18 +211,18 @@ func (db *DB) DeletePending(ctx context.Context, id string) error {
 
 func scanPending(s scanner) (*fleet.PendingDevice, error) {
 	var (
-		p       fleet.PendingDevice
-		tags    string
-		created int64
+		p                  fleet.PendingDevice
+		tags               string
+		created, collected int64
 	)
-	if err := s.Scan(&p.ID, &p.DeviceID, &tags, &p.TokenID, &p.Address, &p.SecretHash, &p.Accepted, &created); err != nil {
+	if err := s.Scan(&p.ID, &p.DeviceID, &tags, &p.TokenID, &p.Address, &p.SecretHash, &p.Accepted, &created, &collected); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(tags), &p.Tags); err != nil {
 		return nil, err
 	}
 	p.Tags = nonNilTags(p.Tags)
-	p.CreatedAt = decTime(created)
+	p.CreatedAt, p.CollectedAt = decTime(created), decTime(collected)
 	return &p, nil
 }
 

@@ -78,7 +78,7 @@ func TestJoinTokenExpiresAndRevokes(t *testing.T) {
 
 func TestPendingDevices(t *testing.T) {
 	t.Parallel()
-	db, _ := mustOpen(t)
+	db, clk := mustOpen(t)
 	p := &fleet.PendingDevice{ID: "p-1", DeviceID: "pi-1", Tags: []string{"kitchen"}, TokenID: "jt-1", Address: "198.18.0.2", SecretHash: "sha256:x"}
 	if err := db.CreatePending(ctx, p); err != nil {
 		t.Fatal(err)
@@ -98,6 +98,16 @@ func TestPendingDevices(t *testing.T) {
 	ps, err := db.ListPending(ctx)
 	if err != nil || len(ps) != 1 || !ps[0].Accepted || ps[0].Address != "198.18.0.2" || ps[0].Tags[0] != "kitchen" {
 		t.Fatalf("ListPending = %+v, %v", ps, err)
+	}
+	got, err = db.CollectPending(ctx, "p-1")
+	if err != nil || got.CollectedAt.IsZero() {
+		t.Fatalf("collect: %+v, %v", got, err)
+	}
+	if ps, err := db.ListPending(ctx); err != nil || len(ps) != 0 {
+		t.Errorf("ListPending after collection = %+v, %v; want none waiting", ps, err)
+	}
+	if got, err := db.GetPending(ctx, "p-1"); err != nil || !got.CollectedAt.Equal(clk.Now()) {
+		t.Errorf("GetPending after collection = %+v, %v", got, err)
 	}
 	if err := db.DeletePending(ctx, "p-1"); err != nil {
 		t.Fatal(err)
