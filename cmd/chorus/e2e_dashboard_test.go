@@ -20,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/gateway/artifact"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // chromiumPath finds Debian's chromium (scripts/test.sh installs it); the
@@ -312,14 +313,14 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	}
 	startChorus(t, work, "agent", "join", strings.TrimSpace(joinOut), "--data-dir", filepath.Join(work, "agent-pi-new"),
 		"--device", "pi-new", "--skills", t.TempDir(), "--ws-listen", "off")
-	eventually(t, "pi-new pending", func() bool {
+	poll.Until(t, "pi-new pending", 60*time.Second, func() bool {
 		out, _, _ := chorusOut(t, work, fleetArgs("fleet", "device", "pending")...)
 		return strings.Contains(out, "pi-new")
 	})
 	b.do("overview with a pending enrolment", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#pending form`)))
 	b.waitJS("pi-new listed", `document.getElementById("pending").textContent.includes("pi-new")`, 10*time.Second)
 	b.do("accept pi-new", chromedp.Click(chromedp.CSS(`#pending form[action$="/accept"] button`)))
-	eventually(t, "pi-new online", func() bool {
+	poll.Until(t, "pi-new online", 60*time.Second, func() bool {
 		out, _, err := chorusOut(t, work, fleetArgs("fleet", "device", "show", "pi-new", "-o", "json")...)
 		var d api.DeviceResponse
 		return err == nil && json.Unmarshal([]byte(out), &d) == nil && d.Device.Online
