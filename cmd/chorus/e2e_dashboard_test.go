@@ -170,11 +170,10 @@ func TestDashboardBrowserE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The gateway says where the dashboard is.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.out.String(), "dashboard  "+up.HTTPURL+"/"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not print the dashboard's URL:\n%s", g.out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // bounded poll of the process's output
+	if err := poll.Wait(context.Background(), "the gateway printing the dashboard's URL", 10*time.Second, func() bool {
+		return strings.Contains(g.out.String(), "dashboard  "+up.HTTPURL+"/")
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, g.out.String())
 	}
 	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
 	devices := []string{"pi-1", "pi-2", "pi-3"}
