@@ -190,17 +190,13 @@ func (f *faultFleet) waitRollout(id int64, what string, cond func(api.RolloutDet
 // waitDevice polls `fleet device show` until cond holds.
 func (f *faultFleet) waitDevice(id, what string, cond func(api.Device) bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(faultDeadline)
-	for {
-		var out struct{ Device api.Device }
+	var out struct{ Device api.Device }
+	if err := poll.Wait(context.Background(), "device "+id+" "+what, faultDeadline, func() bool {
+		out.Device = api.Device{}
 		f.fleetJSON(&out, "device", "show", id)
-		if cond(out.Device) {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("device %s never %s; last %+v", id, what, out.Device)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+		return cond(out.Device)
+	}); err != nil {
+		f.t.Fatalf("%v; last %+v", err, out.Device)
 	}
 }
 
