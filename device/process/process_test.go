@@ -398,7 +398,7 @@ func TestRunningSkillsHoldNoThread(t *testing.T) {
 		t.Cleanup(func() { _ = p.Stop(context.Background()) })
 	}
 	var waiters []string
-	waitFor(t, 5*time.Second, "the skills' exit waiters", func() bool {
+	poll.Until(t, "the skills' exit waiters", 5*time.Second, func() bool {
 		waiters = exitWaiters()
 		return len(waiters) >= n
 	})
