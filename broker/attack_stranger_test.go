@@ -10,6 +10,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // 4. A stranger costs the broker little: a CONNECT announcing 10 MiB is
@@ -63,7 +64,7 @@ func TestAttackPreauthSilentSockets(t *testing.T) {
 	for i := range silent {
 		silent[i] = brokertest.DialRaw(t, b.Addr())
 	}
-	waitFor(t, wait, func() bool { return b.Stats().PendingConnects == 20 })
+	poll.Until(t, "20 pending connects", wait, func() bool { return b.Stats().PendingConnects == 20 })
 	// Past the cap, a connection waits in the kernel's backlog, unserved,
 	// until a slot frees: a device's CONNECT sent now is answered only
 	// after the silent sockets' deadline.
@@ -78,7 +79,7 @@ func TestAttackPreauthSilentSockets(t *testing.T) {
 			t.Fatalf("silent socket %d open past the connect deadline", i)
 		}
 	}
-	waitFor(t, wait, func() bool { return b.Stats().PendingConnects == 0 })
+	poll.Until(t, "no pending connects", wait, func() bool { return b.Stats().PendingConnects == 0 })
 	// An authenticated client is not subject to the connect deadline.
 	c := brokertest.MustConnect(t, b.Addr(), "pi-a", dev.Secret, brokertest.ConnectOptions{})
 	time.Sleep(500 * time.Millisecond) // longer than ConnectTimeout: nothing may close it
@@ -120,18 +121,17 @@ func TestAttackListenerSurvivesEMFILE(t *testing.T) {
 			c.Close()
 		}
 	}()
-	deadline := time.Now().Add(wait)
-	for failing(b) == "" && time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
-		if err == nil {
-			held = append(held, c)
-			continue
+	// Each check opens one more connection until the listener runs out of
+	// descriptors and says so in its health.
+	poll.Until(t, "an accept error in the listener's health", wait, func() bool {
+		if failing(b) != "" {
+			return true
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if failing(b) == "" {
-		t.Fatal("no accept error reached the listener's health")
-	}
+		if c, err := net.DialTimeout("tcp", b.Addr(), time.Second); err == nil {
+			held = append(held, c)
+		}
+		return failing(b) != ""
+	})
 	t.Logf("health while out of descriptors: %s", failing(b))
 	for _, c := range held {
 		c.Close()
@@ -140,7 +140,7 @@ func TestAttackListenerSurvivesEMFILE(t *testing.T) {
 	restore()
 	c := brokertest.MustConnect(t, b.Addr(), "pi-a", dev.Secret, brokertest.ConnectOptions{})
 	c.Close()
-	waitFor(t, wait, func() bool { return failing(b) == "" })
+	poll.Until(t, "the listener healthy again", wait, func() bool { return failing(b) == "" })
 }
 
 func failing(b *broker.Broker) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
@@ -262,24 +263,13 @@ func TestRetainedStateDoesNotExpire(t *testing.T) {
 		Properties: &paho.PublishProperties{MessageExpiry: &expiry}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return !b2.HasRetained("chorus/v1/pi-1/connectivity") })
+	poll.Until(t, "the connectivity retained message gone", 10*time.Second, func() bool { return !b2.HasRetained("chorus/v1/pi-1/connectivity") })
 	if !b2.HasRetained("chorus/v1/pi-1/birth") {
 		t.Fatal("two-day-old retained state was deleted")
 	}
 	w := brokertest.MustConnect(t, b2.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/w"})
 	w.Sub(t, "chorus/v1/pi-1/birth")
 	w.Expect(t, "chorus/v1/pi-1/birth", wait)
-}
-
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // Regression for mochi-mqtt/server#501: a truncated MQTT 5 SUBSCRIBE panics
@@ -388,7 +378,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	b.Close()
 	b.Close() // idempotent
 	<-c.Done()
-	waitFor(t, wait, func() bool { return runtime.NumGoroutine() <= before })
+	poll.Until(t, "goroutines back to the count before", wait, func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestConfigRejected(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // jsonOf returns a JSON string literal of exactly n bytes (n >= 2).
@@ -151,7 +152,7 @@ func TestPolicyStateDroppedAtDisconnect(t *testing.T) {
 		c.Pub(t, "chorus/v1/pi-1/bus/x", []byte(`{"type":"x"}`), false)
 	}
 	c.Close()
-	waitFor(t, wait, func() bool { return b.TrackedSessions() == 0 })
+	poll.Until(t, "no tracked sessions", wait, func() bool { return b.TrackedSessions() == 0 })
 	b.SweepPolicy()
 	if n := b.TrackedAccounts(); n != 1 {
 		t.Fatalf("accounts right after the disconnect = %d, want 1 (the bucket is empty)", n)
@@ -161,7 +162,7 @@ func TestPolicyStateDroppedAtDisconnect(t *testing.T) {
 		t.Fatalf("publish after reconnecting with an empty bucket: reason %#x, want 0x97", rc)
 	}
 	c.Close()
-	waitFor(t, wait, func() bool { return b.TrackedSessions() == 0 })
+	poll.Until(t, "no tracked sessions", wait, func() bool { return b.TrackedSessions() == 0 })
 	clock.Add(3 * time.Second)
 	b.SweepPolicy()
 	if n := b.TrackedAccounts(); n != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
@@ -140,7 +141,7 @@ func TestRateLimitFlooderDoesNotStarveOthers(t *testing.T) {
 		}
 	}
 	// Let the flood run into its back-pressure for a while, then stop it.
-	waitFor(t, wait, func() bool { return b.Stats().PublishesThrottled > floodRun })
+	poll.Until(t, "a throttled publish after the flood run", wait, func() bool { return b.Stats().PublishesThrottled > floodRun })
 	time.Sleep(time.Second) // the flood goes on; the measure is what it costs meanwhile
 	stopFlood()
 	sent := <-floodDone

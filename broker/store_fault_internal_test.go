@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // storeLog is a slog destination tests can read while the broker writes.
@@ -28,18 +30,6 @@ func (l *storeLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
-}
-
-// storeEventually polls cond every 20 ms for up to 10 s.
-func storeEventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // storeFile opens broker.db through a connection of its own.
@@ -95,7 +85,7 @@ func TestStoreFullKeepsServing(t *testing.T) {
 		}
 	}
 	publish("before/full", 100)
-	storeEventually(t, "the first retained message stored", func() bool { return storedRetained(t, file)["before/full"] })
+	poll.Until(t, "the first retained message stored", 10*time.Second, func() bool { return storedRetained(t, file)["before/full"] })
 
 	if _, err := b.store.db.Exec("PRAGMA max_page_count = 1"); err != nil { // no page beyond those it has
 		t.Fatal(err)
@@ -104,7 +94,7 @@ func TestStoreFullKeepsServing(t *testing.T) {
 	for i := range held {
 		publish(fmt.Sprintf("while/full/%d", i), 4096)
 	}
-	storeEventually(t, "the write failure logged", func() bool { return strings.Contains(logs.String(), "broker store: write failed") })
+	poll.Until(t, "the write failure logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "broker store: write failed") })
 	if l := logs.String(); !strings.Contains(l, "full") {
 		t.Fatalf("the log does not say the database is full:\n%s", l)
 	}
@@ -142,8 +132,8 @@ func TestStoreFullKeepsServing(t *testing.T) {
 	if _, err := b.store.db.Exec("PRAGMA max_page_count = 1073741823"); err != nil {
 		t.Fatal(err)
 	}
-	storeEventually(t, "the held changes written", func() bool { return len(storedRetained(t, file)) == held+2 })
-	storeEventually(t, "the recovery logged", func() bool { return strings.Contains(logs.String(), "broker store: write recovered") })
+	poll.Until(t, "the held changes written", 10*time.Second, func() bool { return len(storedRetained(t, file)) == held+2 })
+	poll.Until(t, "the recovery logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "broker store: write recovered") })
 	b.Close()
 
 	again, err := Start(cfg, nil)

@@ -17,6 +17,8 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // rawClient is a bare MQTT 5 connection that never acknowledges a
@@ -174,8 +176,8 @@ func TestEndedSessionLeavesNoInflightRow(t *testing.T) {
 				})
 			}
 			c.conn.Close()
-			storeEventually(t, "the late delivery", late.fired.Load)
-			storeEventually(t, "the client removed", func() bool { _, ok := b.srv.Clients.Get(id); return !ok })
+			poll.Until(t, "the late delivery", 10*time.Second, late.fired.Load)
+			poll.Until(t, "the client removed", 10*time.Second, func() bool { _, ok := b.srv.Clients.Get(id); return !ok })
 			b.Close()
 
 			for _, k := range storedKeysIn(t, dir) {
@@ -200,13 +202,13 @@ func TestCleanConnectsQueueNothingWhileStoreFails(t *testing.T) {
 	if err := b.Publish(Message{Topic: "full/x", Payload: bytes.Repeat([]byte("x"), 8192), QoS: 1, Retain: true}); err != nil {
 		t.Fatal(err)
 	}
-	storeEventually(t, "the write failure logged", func() bool { return strings.Contains(logs.String(), "broker store: write failed") })
+	poll.Until(t, "the write failure logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "broker store: write failed") })
 
 	const n = 20
 	for i := range n {
 		id := fmt.Sprintf("clean-%d", i)
 		dialRaw(t, b.Addr(), id, "operator:alice", secret, 0).conn.Close()
-		storeEventually(t, id+" removed", func() bool { _, ok := b.srv.Clients.Get(id); return !ok })
+		poll.Until(t, id+" removed", 10*time.Second, func() bool { _, ok := b.srv.Clients.Get(id); return !ok })
 	}
 	b.store.mu.Lock()
 	var queued []string
@@ -264,10 +266,10 @@ func TestExpiredSessionLeavesNoRows(t *testing.T) {
 		}
 		return false
 	}
-	storeEventually(t, "the session's rows stored", hasRows)
+	poll.Until(t, "the session's rows stored", 10*time.Second, hasRows)
 	c.conn.Close()
-	storeEventually(t, "the session expired", func() bool { _, ok := b.srv.Clients.Get(id); return !ok })
-	storeEventually(t, "the session's rows deleted", func() bool { return !hasRows() })
+	poll.Until(t, "the session expired", 10*time.Second, func() bool { _, ok := b.srv.Clients.Get(id); return !ok })
+	poll.Until(t, "the session's rows deleted", 10*time.Second, func() bool { return !hasRows() })
 }
 
 // startStoreBroker starts a broker with its store in dir and one operator
@@ -321,7 +323,7 @@ func TestTakeoverKeepsInflightRowsInOrder(t *testing.T) {
 	c := dialRaw(t, b.Addr(), id, "operator:alice", secret, 3600)
 	c.subscribe(t, "chorus/v1/pi-1/bus/+")
 	c.conn.Close()
-	storeEventually(t, "the connection gone", func() bool { cl, ok := b.srv.Clients.Get(id); return ok && cl.Closed() })
+	poll.Until(t, "the connection gone", 10*time.Second, func() bool { cl, ok := b.srv.Clients.Get(id); return ok && cl.Closed() })
 	for i := range 3 {
 		if err := b.Publish(Message{Topic: topic, Payload: fmt.Appendf(nil, `{"n":%d}`, i), QoS: 1}); err != nil {
 			t.Fatal(err)
@@ -343,7 +345,7 @@ func TestTakeoverKeepsInflightRowsInOrder(t *testing.T) {
 		}
 		return out
 	}
-	storeEventually(t, "three rows stored", func() bool { return len(inflight()) == 3 })
+	poll.Until(t, "three rows stored", 10*time.Second, func() bool { return len(inflight()) == 3 })
 	before := inflight()
 
 	c = dialRawSession(t, b.Addr(), id, "operator:alice", secret, 3600, false)
@@ -355,7 +357,7 @@ func TestTakeoverKeepsInflightRowsInOrder(t *testing.T) {
 	if err := b.Publish(Message{Topic: topic, Payload: []byte(`{"n":3}`), QoS: 1}); err != nil {
 		t.Fatal(err)
 	}
-	storeEventually(t, "four rows stored", func() bool { return len(inflight()) == 4 })
+	poll.Until(t, "four rows stored", 10*time.Second, func() bool { return len(inflight()) == 4 })
 	if n := dropped.n.Load(); n != 0 {
 		t.Errorf("the takeover dropped %d in-flight messages, want 0", n)
 	}
@@ -398,7 +400,7 @@ func TestTakeoverKeepsALateDelivery(t *testing.T) {
 	c := dialRaw(t, b.Addr(), id, "operator:alice", secret, 3600)
 	c.subscribe(t, "chorus/v1/pi-1/bus/+")
 	c.conn.Close()
-	storeEventually(t, "the connection gone", func() bool { cl, ok := b.srv.Clients.Get(id); return ok && cl.Closed() })
+	poll.Until(t, "the connection gone", 10*time.Second, func() bool { cl, ok := b.srv.Clients.Get(id); return ok && cl.Closed() })
 	if err := b.Publish(Message{Topic: topic, Payload: []byte(`{"n":"queued"}`), QoS: 1}); err != nil {
 		t.Fatal(err)
 	}

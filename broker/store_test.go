@@ -7,6 +7,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 func withPrefix(keys []string, prefix string) []string {
@@ -49,7 +50,7 @@ func TestInflightSurvivesRestart(t *testing.T) {
 		t.Fatalf("payload = %q", m.Payload)
 	}
 	// paho sends the PUBACK after its handler returns; wait until mochi has it.
-	waitFor(t, wait, func() bool { return b2.Inflight("pi-1") == 0 })
+	poll.Until(t, "no inflight messages for pi-1", wait, func() bool { return b2.Inflight("pi-1") == 0 })
 	again.Close()
 	b2.Close()
 	if got := withPrefix(broker.StoredKeys(t, dir), "IFM_"); len(got) != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // lockedBuffer is an io.Writer safe to read while a command writes to it.
@@ -98,14 +99,8 @@ func startListen(t *testing.T, args ...string) *lockedBuffer {
 			t.Error("listen did not stop after its context was cancelled")
 		}
 	})
-	waitFor(t, "listen subscribed", func() bool { return strings.Contains(errb.String(), "bus listen: subscribed") })
+	poll.Until(t, "listen subscribed", 10*time.Second, func() bool { return strings.Contains(errb.String(), "bus listen: subscribed") })
 	return &out
-}
-
-// waitFor polls cond every 10 ms for up to 10 s (pollUntil).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	pollUntil(t, what, 10*time.Second, 10*time.Millisecond, cond)
 }
 
 type printed struct {
@@ -151,7 +146,7 @@ func TestBusSendListen(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("send exited %d: %s", r.code, r.stderr)
 			}
-			waitFor(t, "listen prints", func() bool { return strings.Contains(out.String(), "\n") })
+			poll.Until(t, "listen prints", 10*time.Second, func() bool { return strings.Contains(out.String(), "\n") })
 			got := lines(t, out.String())
 			if len(got) != 1 {
 				t.Fatalf("printed %d lines, want 1:\n%s", len(got), out.String())

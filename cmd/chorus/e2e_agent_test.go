@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 type skillsTopic struct {
@@ -108,15 +110,11 @@ func TestUpAgentE2E(t *testing.T) {
 	// The manager becomes ready after its startup connectivity check.
 	var out []byte
 	var err error
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	if werr := poll.Wait(context.Background(), "mycroft.skills.is_ready true", 20*time.Second, func() bool {
 		out, err = exec.Command(chorusBin, "bus", "request", "mycroft.skills.is_ready", "--data-dir", data, "--timeout", "5s").CombinedOutput()
-		if err == nil && strings.Contains(string(out), `"status":true`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("is_ready: %v\n%s", err, out)
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
+		return err == nil && strings.Contains(string(out), `"status":true`)
+	}); werr != nil {
+		t.Fatalf("%v: %v\n%s", werr, err, out)
 	}
 	checkDropIn(t, late, "pi-test", filepath.Join(data, "ovos", "mycroft", "mycroft.conf"))
 
@@ -209,15 +207,12 @@ func checkDropIn(t *testing.T, c *brokertest.Client, device, conf string) {
 func ovosBusURL(t *testing.T, conf string) string {
 	t.Helper()
 	var b []byte
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var err error
-		if b, err = os.ReadFile(conf); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no mycroft.conf at %s: %v", conf, err)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+	var err error
+	if werr := poll.Wait(context.Background(), "mycroft.conf at "+conf, 20*time.Second, func() bool {
+		b, err = os.ReadFile(conf)
+		return err == nil
+	}); werr != nil {
+		t.Fatalf("%v: %v", werr, err)
 	}
 	if st, err := os.Stat(conf); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("%s: mode %v (%v), want 0600", conf, st.Mode().Perm(), err)
@@ -250,34 +245,35 @@ func TestBusListenSendE2E(t *testing.T) {
 		"--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ws-listen", "off")
 	waitUp(t, p, data)
 	listen := startChorus(t, work, "bus", "listen", "chorus.e2e.ping", "--data-dir", data)
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(listen.out.String(), "subscribed") {
-		if time.Now().After(deadline) {
-			t.Fatalf("listen never subscribed:\n%s", listen.out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+	if err := poll.Wait(context.Background(), "bus listen subscribed", 20*time.Second, func() bool {
+		return strings.Contains(listen.out.String(), "subscribed")
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, listen.out.String())
 	}
 	out, err := exec.Command(chorusBin, "bus", "send", "chorus.e2e.ping", "--data", `{"n":42}`, "--data-dir", data).CombinedOutput()
 	if err != nil {
 		t.Fatalf("send: %v\n%s", err, out)
 	}
-	for {
+	var printed string
+	if err := poll.Wait(context.Background(), "bus listen printing the message", 20*time.Second, func() bool {
 		for _, line := range strings.Split(listen.out.String(), "\n") {
-			var m struct {
-				Device, Type string
-				Data         map[string]any
-			}
+			var m struct{ Type string }
 			if json.Unmarshal([]byte(line), &m) == nil && m.Type == "chorus.e2e.ping" {
-				if m.Device != "pi-bus" || m.Data["n"] != float64(42) {
-					t.Fatalf("listen printed %s", line)
-				}
-				return
+				printed = line
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("listen never printed the message:\n%s", listen.out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+		return false
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, listen.out.String())
+	}
+	var m struct {
+		Device string
+		Data   map[string]any
+	}
+	_ = json.Unmarshal([]byte(printed), &m) // it parsed above
+	if m.Device != "pi-bus" || m.Data["n"] != float64(42) {
+		t.Fatalf("listen printed %s", printed)
 	}
 }
 

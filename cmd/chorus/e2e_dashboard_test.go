@@ -20,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/localauth"
 	"github.com/chorus-edge/chorus/gateway/artifact"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // chromiumPath finds Debian's chromium (scripts/test.sh installs it); the
@@ -169,11 +170,10 @@ func TestDashboardBrowserE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The gateway says where the dashboard is.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.out.String(), "dashboard  "+up.HTTPURL+"/"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not print the dashboard's URL:\n%s", g.out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // bounded poll of the process's output
+	if err := poll.Wait(context.Background(), "the gateway printing the dashboard's URL", 10*time.Second, func() bool {
+		return strings.Contains(g.out.String(), "dashboard  "+up.HTTPURL+"/")
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, g.out.String())
 	}
 	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
 	devices := []string{"pi-1", "pi-2", "pi-3"}
@@ -312,14 +312,14 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	}
 	startChorus(t, work, "agent", "join", strings.TrimSpace(joinOut), "--data-dir", filepath.Join(work, "agent-pi-new"),
 		"--device", "pi-new", "--skills", t.TempDir(), "--ws-listen", "off")
-	eventually(t, "pi-new pending", func() bool {
+	poll.Until(t, "pi-new pending", 60*time.Second, func() bool {
 		out, _, _ := chorusOut(t, work, fleetArgs("fleet", "device", "pending")...)
 		return strings.Contains(out, "pi-new")
 	})
 	b.do("overview with a pending enrolment", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#pending form`)))
 	b.waitJS("pi-new listed", `document.getElementById("pending").textContent.includes("pi-new")`, 10*time.Second)
 	b.do("accept pi-new", chromedp.Click(chromedp.CSS(`#pending form[action$="/accept"] button`)))
-	eventually(t, "pi-new online", func() bool {
+	poll.Until(t, "pi-new online", 60*time.Second, func() bool {
 		out, _, err := chorusOut(t, work, fleetArgs("fleet", "device", "show", "pi-new", "-o", "json")...)
 		var d api.DeviceResponse
 		return err == nil && json.Unmarshal([]byte(out), &d) == nil && d.Device.Online

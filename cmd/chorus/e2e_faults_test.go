@@ -36,6 +36,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // faultDeadline bounds every wait of these tests.
@@ -189,17 +190,13 @@ func (f *faultFleet) waitRollout(id int64, what string, cond func(api.RolloutDet
 // waitDevice polls `fleet device show` until cond holds.
 func (f *faultFleet) waitDevice(id, what string, cond func(api.Device) bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(faultDeadline)
-	for {
-		var out struct{ Device api.Device }
+	var out struct{ Device api.Device }
+	if err := poll.Wait(context.Background(), "device "+id+" "+what, faultDeadline, func() bool {
+		out.Device = api.Device{}
 		f.fleetJSON(&out, "device", "show", id)
-		if cond(out.Device) {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("device %s never %s; last %+v", id, what, out.Device)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+		return cond(out.Device)
+	}); err != nil {
+		f.t.Fatalf("%v; last %+v", err, out.Device)
 	}
 }
 
@@ -533,16 +530,10 @@ func TestFaultsMidDownloadKill(t *testing.T) {
 
 	id := f.createRollout("fleet.big", "--device", "pi-1", "--timeout", "60s")
 	part := filepath.Join(f.agentDir("pi-1"), "staging", sv.SHA256+".part")
-	deadline := time.Now().Add(faultDeadline)
-	for {
-		if fi, err := os.Stat(part); err == nil && fi.Size() >= stallAt {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no partial download %s", part)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+	poll.Until(t, "a partial download "+part, faultDeadline, func() bool {
+		fi, err := os.Stat(part)
+		return err == nil && fi.Size() >= stallAt
+	})
 	agent.kill(t)
 
 	fi, err := os.Stat(part)
@@ -648,12 +639,12 @@ func TestFaultsRevokedWillCleared(t *testing.T) {
 	// than that. It must become empty and stay empty: no late "offline".
 	removed := time.Now()
 	for _, d := range devices {
-		deadline := time.Now().Add(10 * time.Second)
-		for got := f.retained(t, d); len(got) > 0; got = f.retained(t, d) {
-			if time.Now().After(deadline) {
-				t.Fatalf("retained %s topics after the removal: %v", d, got)
-			}
-			time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+		var got map[string]string
+		if err := poll.Wait(context.Background(), "no retained "+d+" topics after the removal", 10*time.Second, func() bool {
+			got = f.retained(t, d)
+			return len(got) == 0
+		}); err != nil {
+			t.Fatalf("%v: %v", err, got)
 		}
 	}
 	for time.Since(removed) < 8*time.Second {
@@ -671,12 +662,12 @@ func TestFaultsRevokedWillCleared(t *testing.T) {
 func (f *faultFleet) waitRetainedState(device string) configs.AgentCredentials {
 	t := f.t
 	t.Helper()
-	deadline := time.Now().Add(faultDeadline)
-	for got := f.retained(t, device); got["availability"] != "online" || got["skills"] == ""; got = f.retained(t, device) {
-		if time.Now().After(deadline) {
-			t.Fatalf("retained %s state: %v", device, got)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+	var got map[string]string
+	if err := poll.Wait(context.Background(), "retained "+device+" online with its skills", faultDeadline, func() bool {
+		got = f.retained(t, device)
+		return got["availability"] == "online" && got["skills"] != ""
+	}); err != nil {
+		t.Fatalf("%v: %v", err, got)
 	}
 	var creds configs.AgentCredentials
 	b, err := os.ReadFile(f.creds(device))
@@ -723,17 +714,16 @@ func (f *faultFleet) retained(t *testing.T, device string) map[string]string {
 // waitOutput waits until a line of p's output after offset contains every one of subs.
 func waitOutput(t *testing.T, p *proc, offset int, subs ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := poll.Wait(context.Background(), fmt.Sprintf("a line with %q in the output", subs), 30*time.Second, func() bool {
 		for _, line := range strings.Split(p.out.String()[offset:], "\n") {
 			if containsAll(line, subs) {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no line with %q in the output:\n%s", subs, p.out.String()[offset:])
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+		return false
+	})
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, p.out.String()[offset:])
 	}
 }
 

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // TestSIGHUPE2E: SIGHUP neither stops `chorus up` (gateway and agent in one
@@ -95,15 +98,14 @@ func TestDataDirPrivateE2E(t *testing.T) {
 // exits first.
 func waitCount(t *testing.T, p *proc, s string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(p.out.String(), s) < n {
+	err := poll.Wait(context.Background(), fmt.Sprintf("%q %d times in the output", s, n), 30*time.Second, func() bool {
 		if p.exited() {
 			t.Fatalf("chorus exited before writing %q (%d times):\n%s", s, n, p.out.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q (%d times) in the output:\n%s", s, n, p.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return strings.Count(p.out.String(), s) >= n
+	})
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, p.out.String())
 	}
 }
 

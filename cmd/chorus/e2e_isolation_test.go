@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // chorus up works out of the box and says what isolation its skills have:
@@ -58,12 +60,10 @@ func TestUpIsolationE2E(t *testing.T) {
 			if tc.user == 0 && (len(owners) == 0 || owners[0] == 0) {
 				t.Errorf("hello.chorus runs as %v, want a uid of its own", owners)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for !strings.Contains(p.out.String(), "skill isolation  "+tc.want) {
-				if time.Now().After(deadline) {
-					t.Fatalf("chorus up did not print its isolation:\n%s", p.out.String())
-				}
-				time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+			if err := poll.Wait(context.Background(), "chorus up printing its isolation", 10*time.Second, func() bool {
+				return strings.Contains(p.out.String(), "skill isolation  "+tc.want)
+			}); err != nil {
+				t.Fatalf("%v:\n%s", err, p.out.String())
 			}
 			if n := strings.Count(p.out.String(), "skills run as the agent's own user"); tc.user != 0 && n != 1 {
 				t.Errorf("the warning about no isolation was logged %d times, want once", n)

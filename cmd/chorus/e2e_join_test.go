@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/enrol"
 	"github.com/chorus-edge/chorus/fleet/api"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // chorusOut runs one chorus command (bounded by 60 s) and returns its
@@ -40,24 +41,6 @@ func (m multiWriter) Write(p []byte) (int, error) {
 		w.Write(p)
 	}
 	return len(p), nil
-}
-
-// eventually polls cond every 100 ms for up to 60 s (agents back off up to
-// 15 s between polls while pending).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	pollUntil(t, what, 60*time.Second, 100*time.Millisecond, cond)
-}
-
-// pollUntil is the one poll loop of these tests: cond every `every`,
-// failing the test once `within` has passed.
-func pollUntil(t *testing.T, what string, within, every time.Duration, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !cond(); time.Sleep(every) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-	}
 }
 
 // Join-token enrolment driven as a Pi owner would: a gateway, a token,
@@ -102,7 +85,7 @@ func TestJoinE2E(t *testing.T) {
 	dataA := filepath.Join(work, "agent-a")
 	a := join(token, dataA, "pi-join")
 	var pendingID string
-	eventually(t, "pi-join pending", func() bool {
+	poll.Until(t, "pi-join pending", 60*time.Second, func() bool {
 		out, _, err := chorusOut(t, work, fleetArgs("fleet", "device", "pending", "-o", "json")...)
 		var pl api.PendingDevicesResponse
 		if err != nil || json.Unmarshal([]byte(out), &pl) != nil || len(pl.Pending) != 1 || pl.Pending[0].DeviceID != "pi-join" {
@@ -111,7 +94,7 @@ func TestJoinE2E(t *testing.T) {
 		pendingID = pl.Pending[0].ID
 		return true
 	})
-	eventually(t, "the agent saying it waits", func() bool { return strings.Contains(a.out.String(), "chorus fleet device accept "+pendingID) })
+	poll.Until(t, "the agent saying it waits", 60*time.Second, func() bool { return strings.Contains(a.out.String(), "chorus fleet device accept "+pendingID) })
 
 	// Pending: not in the registry, and the broker refuses it with whatever it holds.
 	if _, ok := device("pi-join"); ok {
@@ -136,7 +119,7 @@ func TestJoinE2E(t *testing.T) {
 	if err != nil || !strings.Contains(out, "pi-join accepted") {
 		t.Fatalf("accept: %v\n%s", err, all)
 	}
-	eventually(t, "pi-join online", func() bool { d, ok := device("pi-join"); return ok && d.Online && d.Tags[0] == "kitchen" })
+	poll.Until(t, "pi-join online", 60*time.Second, func() bool { d, ok := device("pi-join"); return ok && d.Online && d.Tags[0] == "kitchen" })
 	// Enrolled, the agent runs without the token on its command line,
 	// where its skills could read it (/proc/<pid>/cmdline).
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", a.cmd.Process.Pid))
@@ -151,7 +134,7 @@ func TestJoinE2E(t *testing.T) {
 	// An --approve token: online at once, no accept.
 	auto := newToken("--approve", "--tag", "hall")
 	join(auto, filepath.Join(work, "agent-b"), "pi-auto")
-	eventually(t, "pi-auto online", func() bool { d, ok := device("pi-auto"); return ok && d.Online })
+	poll.Until(t, "pi-auto online", 60*time.Second, func() bool { d, ok := device("pi-auto"); return ok && d.Online })
 
 	// Refused tokens: the agent exits with an error that names the fix.
 	refused := func(token, want string) {
@@ -169,7 +152,7 @@ func TestJoinE2E(t *testing.T) {
 	}
 	refused(revoked, "revoked")
 	refused("chorusjoin1_garbage", "damaged")
-	eventually(t, "the 3s token expired", func() bool {
+	poll.Until(t, "the 3s token expired", 60*time.Second, func() bool {
 		out, _, _ := chorusOut(t, work, fleetArgs("fleet", "token", "list")...)
 		return strings.Contains(out, "expired")
 	})

@@ -7,6 +7,7 @@ package main
 // their own on 127.0.0.1.
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // A re-imaged satellite (fresh data dir, session counter back at 1) is
@@ -121,16 +123,12 @@ func deviceOf(f *faultFleet, id string) api.Device {
 // new subscriber (Home Assistant) reads it, is want.
 func waitRetained(t *testing.T, f *faultFleet, device, want string) {
 	t.Helper()
-	deadline := time.Now().Add(faultDeadline)
-	for {
-		got := f.retained(t, device)["availability"]
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("retained availability of %s is %q, want %q", device, got, want)
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
+	var got string
+	if err := poll.Wait(context.Background(), "retained availability of "+device+" "+want, faultDeadline, func() bool {
+		got = f.retained(t, device)["availability"]
+		return got == want
+	}); err != nil {
+		t.Fatalf("%v: it is %q", err, got)
 	}
 }
 

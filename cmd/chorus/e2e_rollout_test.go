@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // fleetOnline reads the registry's online flags with `chorus fleet device list`.
@@ -38,22 +41,18 @@ func fleetOnline(t *testing.T, work, gw string) map[string]bool {
 
 func waitOnline(t *testing.T, work, gw string, want map[string]bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := fleetOnline(t, work, gw)
+	var got map[string]bool
+	if err := poll.Wait(context.Background(), "the devices' online states", 30*time.Second, func() bool {
+		got = fleetOnline(t, work, gw)
 		ok := got != nil
 		for id, on := range want {
 			if got[id] != on {
 				ok = false
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("online = %v, want %v", got, want)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+		return ok
+	}); err != nil {
+		t.Fatalf("%v: online = %v, want %v", err, got, want)
 	}
 }
 

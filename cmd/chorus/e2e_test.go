@@ -25,6 +25,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 var chorusBin string
@@ -109,19 +110,18 @@ func startProc(t *testing.T, dir string, cmd *exec.Cmd) *proc {
 // waitUp polls for up.json and returns it.
 func waitUp(t *testing.T, p *proc, dataDir string) configs.Up {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if up, err := configs.ReadUp(configs.UpPath(dataDir)); err == nil {
-			return up
-		}
+	var up configs.Up
+	poll.Until(t, "up.json in "+dataDir, 30*time.Second, func() bool {
 		select {
 		case err := <-p.waited:
 			t.Fatalf("chorus exited early: %v\n%s", err, p.out.String())
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatalf("no up.json in %s", dataDir)
-	return configs.Up{}
+		var err error
+		up, err = configs.ReadUp(configs.UpPath(dataDir))
+		return err == nil
+	})
+	return up
 }
 
 func (p *proc) stop(t *testing.T, within time.Duration) error {

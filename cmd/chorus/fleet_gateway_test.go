@@ -25,6 +25,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
 	"github.com/chorus-edge/chorus/fleet/gatewayd/gatewaydtest"
 	"github.com/chorus-edge/chorus/gateway/artifact"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // The CLI's tests run `chorus fleet` against a real gateway in process
@@ -183,16 +184,14 @@ func (g *testGateway) announce(t *testing.T, c configs.AgentCredentials, connect
 			t.Fatalf("publish %s: %v", m.level, err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		d, err := g.client.Device(ctx, c.Device)
-		if _, reported := d.ParseConnectivity(); err == nil && d.Online && reported {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never online with its connectivity: %+v (%v)", c.Device, d, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+	var d api.Device
+	var err error
+	if werr := poll.Wait(ctx, c.Device+" online with its connectivity", 10*time.Second, func() bool {
+		d, err = g.client.Device(ctx, c.Device)
+		_, reported := d.ParseConnectivity()
+		return err == nil && d.Online && reported
+	}); werr != nil {
+		t.Fatalf("%v: %+v (%v)", werr, d, err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/device/connectivity"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
+	"github.com/chorus-edge/chorus/gateway/leakcheck"
 	"github.com/chorus-edge/chorus/gateway/state"
 )
 
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CHORUS_AGENT_CHILD") != "" {
 		os.Exit(runChild())
 	}
-	os.Exit(m.Run())
+	os.Exit(leakcheck.Run(m)) // docs/testing.md: no goroutine of ours outlives the tests
 }
 
 func runChild() int {

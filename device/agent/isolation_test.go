@@ -12,9 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // attackScript is a skill doing what a malicious one would against its
@@ -87,23 +87,21 @@ func TestSkillCannotReadAgentSecretsOrSignalIt(t *testing.T) {
 // waitReport polls the attack script's report until its last line.
 func waitReport(t *testing.T, path string) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && strings.HasSuffix(string(b), "end\n") {
-			out := map[string]string{}
-			for _, l := range strings.Split(string(b), "\n") {
-				if k, v, ok := strings.Cut(l, "="); ok {
-					out[k] = v
-				}
-			}
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no complete report at %s: %q %v", path, b, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+	var b []byte
+	var err error
+	if werr := poll.Wait(context.Background(), "complete report at "+path, wait, func() bool {
+		b, err = os.ReadFile(path)
+		return err == nil && strings.HasSuffix(string(b), "end\n")
+	}); werr != nil {
+		t.Fatalf("%v: %q %v", werr, b, err)
 	}
+	out := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // A SIGKILLed agent leaves no skill behind: the skill's own process dies
@@ -129,7 +127,7 @@ func TestNoOrphansAfterAgentKill(t *testing.T) {
 			// The agent records the skill's group just after it starts it;
 			// a crash before that (a window of a write) leaves nothing to
 			// reap by: kill only once the record is on disk.
-			waitFor(t, "the skill's group recorded", func() bool {
+			poll.Until(t, "the skill's group recorded", wait, func() bool {
 				var recs []struct{ PID int }
 				b, err := os.ReadFile(filepath.Join(f.cfg.DataDir, "running-skills.json"))
 				return err == nil && json.Unmarshal(b, &recs) == nil && slices.ContainsFunc(recs, func(r struct{ PID int }) bool { return r.PID == main1 })
@@ -137,7 +135,7 @@ func TestNoOrphansAfterAgentKill(t *testing.T) {
 			if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the skill to die with its agent", func() bool { return !alive(main1) })
+			poll.Until(t, "the skill to die with its agent", wait, func() bool { return !alive(main1) })
 			<-exited // as systemd restarts it: once the old process is gone
 			if !alive(child1) {
 				t.Fatal("the skill's own child died with the agent too: nothing to reap")
@@ -147,12 +145,12 @@ func TestNoOrphansAfterAgentKill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the orphan to be reaped", func() bool { return !alive(child1) })
+			poll.Until(t, "the orphan to be reaped", wait, func() bool { return !alive(child1) })
 			main2, child2 := waitSkillPIDs(t, pids, map[int]bool{main1: true})
 			if err := a.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the restarted agent's skill to stop", func() bool { return !alive(main2) && !alive(child2) })
+			poll.Until(t, "the restarted agent's skill to stop", wait, func() bool { return !alive(main2) && !alive(child2) })
 		})
 	}
 }
@@ -182,7 +180,7 @@ func startChildAgent(t *testing.T, f *fixture) (cmd *exec.Cmd, exited <-chan str
 // pid and its child's.
 func waitSkillPIDs(t *testing.T, dir string, old map[int]bool) (main, child int) {
 	t.Helper()
-	waitFor(t, "the skill's pid files", func() bool {
+	poll.Until(t, "the skill's pid files", wait, func() bool {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if p, ok := strings.CutPrefix(e.Name(), "main."); ok && p != "tmp" {
@@ -200,17 +198,6 @@ func waitSkillPIDs(t *testing.T, dir string, old map[int]bool) (main, child int)
 		return err == nil && child > 0
 	})
 	return main, child
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", wait, what)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline
-	}
 }
 
 // alive reports whether pid is a live process (a zombie counts as dead).

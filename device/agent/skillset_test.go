@@ -11,6 +11,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // A Home Assistant skill switch: an integration publishing OFF on
@@ -44,14 +45,13 @@ func TestSkillSwitch(t *testing.T) {
 	}
 	waitSkill(t, obs, "hello.chorus", "inactive", false)
 	// The report can show the skill inactive a moment before the file is written.
-	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
-		b, err := os.ReadFile(filepath.Join(f.cfg.DataDir, "inactive.json"))
-		if err == nil && strings.Contains(string(b), "hello.chorus") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("inactive set not persisted: %q %v", b, err)
-		}
+	var b []byte
+	var rerr error
+	if err := poll.Wait(context.Background(), "inactive set persisted", wait, func() bool {
+		b, rerr = os.ReadFile(filepath.Join(f.cfg.DataDir, "inactive.json"))
+		return rerr == nil && strings.Contains(string(b), "hello.chorus")
+	}); err != nil {
+		t.Fatalf("%v: %q %v", err, b, rerr)
 	}
 
 	obs.Pub(t, set, []byte("ON"), false)

@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-edge/chorus/device/connectivity"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // testSkill writes skill id into root: its run.sh runs script, or the test
@@ -118,16 +119,14 @@ func TestPHALAnswerFromServicesBelieved(t *testing.T) {
 // answers the question with message.response.
 func fakePHAL(t *testing.T, conf string) {
 	var ws *websocket.Conn
-	for deadline := time.Now().Add(wait); ws == nil && time.Now().Before(deadline); {
+	err := poll.Wait(context.Background(), "the agent's drop-in to accept the fake PHAL", wait, func() bool {
 		if u, err := servicesURL(conf); err == nil {
 			ws, _, _ = websocket.DefaultDialer.Dial(u, nil)
 		}
-		if ws == nil {
-			time.Sleep(10 * time.Millisecond) // poll for the agent's mycroft.conf, bounded
-		}
-	}
-	if ws == nil {
-		t.Error("fake PHAL: no drop-in to connect to")
+		return ws != nil
+	})
+	if err != nil {
+		t.Errorf("fake PHAL: %v", err)
 		return
 	}
 	defer ws.Close()

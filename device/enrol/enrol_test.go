@@ -21,6 +21,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
 	"github.com/chorus-edge/chorus/fleet/gatewayd/gatewaydtest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // gateway starts a real gateway and returns an operator client.
@@ -71,21 +72,21 @@ func checkFiles(t *testing.T, dataDir, device string) {
 // waitPending waits until the gateway lists device as pending.
 func waitPending(t *testing.T, c *fleetclient.Client, device string) fleet.PendingDevice {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var pending fleet.PendingDevice
+	poll.Until(t, device+" pending", 30*time.Second, func() bool {
 		ps, err := c.PendingDevices(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range ps {
 			if p.DeviceID == device {
-				return p
+				pending = p
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never became pending", device)
-	return fleet.PendingDevice{}
+		return false
+	})
+	return pending
 }
 
 type result struct {
@@ -143,13 +144,12 @@ func TestRunWaitsForAccept(t *testing.T) {
 	p := waitPending(t, c, "pi-p")
 	var fi os.FileInfo
 	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if fi, err = os.Stat(enrol.PendingPath(dir)); err == nil {
-			break
-		}
-	}
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("pending file: %v, %v", fi, err)
+	werr := poll.Wait(context.Background(), "the pending file", 30*time.Second, func() bool {
+		fi, err = os.Stat(enrol.PendingPath(dir))
+		return err == nil
+	})
+	if werr != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("pending file: %v, %v (%v)", fi, err, werr)
 	}
 	cancel()
 	if r := await(t, first); !errors.Is(r.err, context.Canceled) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 const testDevice = "pi-kitchen"
@@ -87,22 +88,10 @@ func waitDone(t *testing.T, p *process.Process, d time.Duration) {
 	}
 }
 
-// waitFor polls cond every 10 ms for at most d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // waitTail waits until the process has printed line.
 func waitTail(t *testing.T, p *process.Process, line string) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "output line "+line, func() bool {
+	poll.Until(t, "output line "+line, 5*time.Second, func() bool {
 		for _, l := range p.Tail() {
 			if l == line {
 				return true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // probeScript prints who the skill is and what it holds, then tries what a
@@ -177,11 +178,11 @@ func TestSkillDiesWithAgent(t *testing.T) {
 				c.Home = skillHome(t, c.UID)
 			}
 			agent, _, pid := startChild(t, c)
-			waitFor(t, 5*time.Second, "the skill to run", func() bool { return alive(pid) })
+			poll.Until(t, "the skill to run", 5*time.Second, func() bool { return alive(pid) })
 			if err := agent.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 5*time.Second, fmt.Sprintf("skill %d to die with its agent", pid), func() bool { return !alive(pid) })
+			poll.Until(t, fmt.Sprintf("skill %d to die with its agent", pid), 5*time.Second, func() bool { return !alive(pid) })
 		})
 	}
 }
@@ -196,7 +197,7 @@ func TestReapOrphans(t *testing.T) {
 	c.Records = filepath.Join(t.TempDir(), "running.json")
 	agent, _, pid := startChild(t, c)
 	pidFile := filepath.Join(c.Root, c.ID, "sleeper.pid")
-	waitFor(t, 5*time.Second, "the sleeper's pid file", func() bool {
+	poll.Until(t, "the sleeper's pid file", 5*time.Second, func() bool {
 		b, err := os.ReadFile(pidFile)
 		return err == nil && strings.HasSuffix(string(b), "\n")
 	})
@@ -205,7 +206,7 @@ func TestReapOrphans(t *testing.T) {
 	if err := agent.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the skill to die with its agent", func() bool { return !alive(pid) })
+	poll.Until(t, "the skill to die with its agent", 5*time.Second, func() bool { return !alive(pid) })
 	if !alive(sleeper) {
 		t.Fatal("the skill's child died too; no orphan to reap")
 	}
@@ -216,7 +217,7 @@ func TestReapOrphans(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("ReapOrphans = %d, %v; want 1 group", n, err)
 	}
-	waitFor(t, 5*time.Second, "the orphan to be reaped", func() bool { return !alive(sleeper) })
+	poll.Until(t, "the orphan to be reaped", 5*time.Second, func() bool { return !alive(sleeper) })
 	if n, err := process.NewLauncher(cfg).ReapOrphans(); n != 0 || err != nil {
 		t.Errorf("second ReapOrphans = %d, %v; want nothing left", n, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
+	"github.com/chorus-edge/chorus/gateway/leakcheck"
 )
 
 // The test binary doubles as the trampoline (chorus skill-exec) and as an
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 	if c := os.Getenv(childEnv); c != "" {
 		os.Exit(runChild(c))
 	}
-	os.Exit(m.Run())
+	os.Exit(leakcheck.Run(m)) // docs/testing.md: no goroutine of ours outlives the tests
 }
 
 const childEnv = "CHORUS_PROCESS_CHILD"

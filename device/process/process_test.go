@@ -17,6 +17,7 @@ import (
 
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/gateway/poll"
 	"github.com/chorus-edge/chorus/gateway/skillcred"
 )
 
@@ -344,7 +345,7 @@ func TestGroupDiesWithSkill(t *testing.T) {
 				}
 			}
 			waitDone(t, p, 5*time.Second)
-			waitFor(t, 5*time.Second, "the child to die", func() bool { return !alive(pid) })
+			poll.Until(t, "the child to die", 5*time.Second, func() bool { return !alive(pid) })
 		})
 	}
 }
@@ -378,7 +379,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			t.Fatalf("Stop: %v", err)
 		}
 	}
-	waitFor(t, 5*time.Second, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
+	poll.Until(t, "goroutines to exit", 5*time.Second, func() bool { return runtime.NumGoroutine() <= before })
 }
 
 // TestRunningSkillsHoldNoThread: a skill waiting to exit parks its waiter
@@ -397,7 +398,7 @@ func TestRunningSkillsHoldNoThread(t *testing.T) {
 		t.Cleanup(func() { _ = p.Stop(context.Background()) })
 	}
 	var waiters []string
-	waitFor(t, 5*time.Second, "the skills' exit waiters", func() bool {
+	poll.Until(t, "the skills' exit waiters", 5*time.Second, func() bool {
 		waiters = exitWaiters()
 		return len(waiters) >= n
 	})

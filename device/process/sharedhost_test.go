@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // hostScript plays the shared host's side of the control protocol on fd 3.
@@ -50,7 +51,7 @@ func TestSharedHostLoadsAndUnloads(t *testing.T) {
 	if a.PID() != b.PID() {
 		t.Fatalf("two hosts: %d and %d", a.PID(), b.PID())
 	}
-	waitFor(t, 10*time.Second, "both loads", func() bool {
+	poll.Until(t, "both loads", 10*time.Second, func() bool {
 		tail := strings.Join(a.Tail(), "\n")
 		return strings.Contains(tail, "loaded a.ovos") && strings.Contains(tail, "loaded b.ovos")
 	})
@@ -69,7 +70,7 @@ func TestSharedHostLoadsAndUnloads(t *testing.T) {
 	if err := b.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the host to stop with its last skill", func() bool { return !alive(b.PID()) })
+	poll.Until(t, "the host to stop with its last skill", 10*time.Second, func() bool { return !alive(b.PID()) })
 }
 
 // A host that dies ends every skill it hosted, with why.

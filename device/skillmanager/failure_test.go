@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/device/discovery"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // Every failure mode records a failure, emits loading_failure (or, for an
@@ -117,7 +118,7 @@ func TestReadyTimeout(t *testing.T) {
 	if !strings.Contains(s.Error, "not ready within") || s.Attempts != 1 {
 		t.Fatalf("%+v", s)
 	}
-	waitUntil(t, "timed-out process stopped", func() bool { return !alive(e.launch.lastPID("mute")) })
+	poll.Until(t, "timed-out process stopped", waitFor, func() bool { return !alive(e.launch.lastPID("mute")) })
 }
 
 // A success, an uninstall or a new version clears the backoff.

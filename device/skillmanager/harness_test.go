@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 const (
@@ -395,30 +396,16 @@ func skillOf(m *Manager, id string) (SkillReport, bool) {
 // waitState waits until id reports state (and the extra check, if any).
 func (e *env) waitState(id string, want State, check ...func(SkillReport) bool) SkillReport {
 	e.t.Helper()
-	deadline := time.Now().Add(waitFor)
 	var last SkillReport
-	for time.Now().Before(deadline) {
+	err := poll.Wait(context.Background(), fmt.Sprintf("skill %s %s", id, want), waitFor, func() bool {
 		s, ok := skillOf(e.m, id)
 		last = s
-		if ok && s.State == want && (len(check) == 0 || check[0](s)) {
-			return s
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by deadline
+		return ok && s.State == want && (len(check) == 0 || check[0](s))
+	})
+	if err != nil {
+		e.t.Fatalf("%v: last state %q (%+v)", err, last.State, last)
 	}
-	e.t.Fatalf("skill %s: state %q (%+v), want %q", id, last.State, last, want)
 	return last
-}
-
-// waitUntil polls cond, bounded.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by deadline
-	}
 }
 
 func alive(pid int) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/process"
+	"github.com/chorus-edge/chorus/gateway/leakcheck"
 )
 
 // chorusBin is the chorus binary built once by TestMain, or "" when it does
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 			chorusBin = bin
 		}
 	}
-	code := m.Run()
+	code := leakcheck.Run(m) // docs/testing.md: no goroutine of ours outlives the tests
 	if dir != "" {
 		os.RemoveAll(dir)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 func TestActivateDeactivatePersisted(t *testing.T) {
@@ -157,7 +159,7 @@ func TestTrainingNeverBlocks(t *testing.T) {
 		t.Fatalf("pass blocked on training for %s", d)
 	}
 	e.emit(TypeTrained, map[string]any{"error": "padatious exploded"})
-	waitUntil(t, "training failure reported", func() bool {
+	poll.Until(t, "training failure reported", waitFor, func() bool {
 		tr := m.Snapshot().Skills.Training
 		return tr.Status == "failed" && tr.Error == "padatious exploded"
 	})
@@ -165,7 +167,7 @@ func TestTrainingNeverBlocks(t *testing.T) {
 	e2 := newEnv(t)
 	writeSkill(t, e2.root, skillSpec{id: "a"})
 	m2 := e2.start(func(c *Config) { c.TrainTimeout = 200 * time.Millisecond })
-	waitUntil(t, "training timeout reported", func() bool { return m2.Snapshot().Skills.Training.Status == "timeout" })
+	poll.Until(t, "training timeout reported", waitFor, func() bool { return m2.Snapshot().Skills.Training.Status == "timeout" })
 }
 
 func TestBlacklist(t *testing.T) {

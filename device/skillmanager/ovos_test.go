@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // ovosEnv is an env whose launcher runs runtime ovos skills with script as
@@ -90,14 +91,14 @@ func TestOVOSLoadingFailure(t *testing.T) {
 	writeOVOSSkill(t, e.root, "bad.ovos")
 	mark := e.rec.mark()
 	m := e.start()
-	waitUntil(t, "the launcher started", func() bool { return e.launch.starts("bad.ovos") == 1 })
+	poll.Until(t, "the launcher started", waitFor, func() bool { return e.launch.starts("bad.ovos") == 1 })
 	pid := e.launch.lastPID("bad.ovos")
 	launcherSays(m, "bad.ovos", TypeLoadingFailure, "bad.ovos")
 	s := e.waitState("bad.ovos", StateFailed)
 	if !strings.Contains(s.Error, "loading_failure") || s.Attempts != 1 || s.NextRetry == nil {
 		t.Errorf("failed report %+v", s)
 	}
-	waitUntil(t, "the launcher stopped", func() bool { return !alive(pid) })
+	poll.Until(t, "the launcher stopped", waitFor, func() bool { return !alive(pid) })
 	e.request(TypeIsReady, nil) // a round trip after the failure's effects
 	if n := e.rec.count(mark, TypeLoadingFailure, nil); n != 0 {
 		t.Errorf("the manager sent %d loading_failure for a launcher's skill", n)
@@ -141,7 +142,7 @@ func TestOVOSDeactivateDetachOnce(t *testing.T) {
 		e := ovosEnv(t, c.script)
 		writeOVOSSkill(t, e.root, "hello.ovos")
 		m := e.start()
-		waitUntil(t, "the launcher set its TERM trap", func() bool {
+		poll.Until(t, "the launcher set its TERM trap", waitFor, func() bool {
 			_, err := os.Stat(e.ovosBin + ".ready")
 			return err == nil
 		})

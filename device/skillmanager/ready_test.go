@@ -8,6 +8,7 @@ import (
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // mycroft.skills.is_ready answers as ovos-core's ProcessStatus does at each
@@ -20,7 +21,7 @@ func TestMycroftReadyOnceAfterStartup(t *testing.T) {
 	mark := e.rec.mark()
 	done := make(chan *Manager, 1)
 	go func() { done <- e.start(func(c *Config) { c.ReadyTimeout = 20 * time.Second }) }()
-	waitUntil(t, "slow loading", func() bool { return e.launch.starts("slow") == 1 })
+	poll.Until(t, "slow loading", waitFor, func() bool { return e.launch.starts("slow") == 1 })
 	if got := e.request(TypeIsReady, nil); got["status"] != false {
 		t.Errorf("is_ready during the startup load = %v, want false", got)
 	}

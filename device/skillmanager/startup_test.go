@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 func TestStartupGating(t *testing.T) {
@@ -103,7 +104,7 @@ func TestConnectivityTransitions(t *testing.T) {
 	}
 	for _, st := range steps {
 		e.emit(st.event, st.data)
-		waitUntil(t, st.name+": flags", func() bool {
+		poll.Until(t, st.name+": flags", waitFor, func() bool {
 			c := m.Snapshot().Connectivity
 			return [3]bool{c.Network, c.Internet, c.GUI} == st.flags
 		})
@@ -250,7 +251,7 @@ func TestReadinessBoundToTheSkill(t *testing.T) {
 	writeSkill(t, e.root, skillSpec{id: "slow", ready: "message"})
 	done := make(chan *Manager, 1)
 	go func() { done <- e.start(func(c *Config) { c.ReadyTimeout = 10 * time.Second }) }()
-	waitUntil(t, "slow loading", func() bool { return e.launch.starts("slow") == 1 })
+	poll.Until(t, "slow loading", waitFor, func() bool { return e.launch.starts("slow") == 1 })
 	for _, ctx := range []map[string]any{{}, {"skill_id": "other"}} {
 		m := envelope.New(TypeSkillReady, map[string]any{"skill_id": "slow"})
 		for k, v := range ctx {

@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 func TestUninstallMatrix(t *testing.T) {
@@ -59,7 +60,7 @@ func TestUninstallMatrix(t *testing.T) {
 				// on-start is ready at fork; wait until the shell has read
 				// run.sh and exec'ed, or removing the file kills it.
 				pid := pids[id]
-				waitUntil(t, id+" exec'ed", func() bool {
+				poll.Until(t, id+" exec'ed", waitFor, func() bool {
 					b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 					return strings.HasPrefix(string(b), "sleep")
 				})
@@ -69,7 +70,7 @@ func TestUninstallMatrix(t *testing.T) {
 			e.emit(TypeSkillsUninstallComplete, nil)
 			for _, id := range tc.wantGone {
 				e.rec.expect(t, mark, TypeDetachSkill, skillIs(id))
-				waitUntil(t, id+" exited", func() bool { return !alive(pids[id]) })
+				poll.Until(t, id+" exited", waitFor, func() bool { return !alive(pids[id]) })
 				m.mu.Lock()
 				tracked := m.tracked[id] != nil
 				m.mu.Unlock()
@@ -113,11 +114,11 @@ func TestUninstallInFlightThenReinstall(t *testing.T) {
 	e.waitState("slow", StateLoading)
 	// The shell has read run.sh before the directory goes (removing it
 	// earlier fails the start instead of exercising the verdict).
-	waitUntil(t, "slow running", func() bool { _, err := os.Stat(up); return err == nil })
+	poll.Until(t, "slow running", waitFor, func() bool { _, err := os.Stat(up); return err == nil })
 	pid := e.launch.lastPID("slow")
 	os.RemoveAll(filepath.Join(e.root, "slow"))
 	e.emit(TypeSkillsUninstallComplete, nil)
-	waitUntil(t, "verdict recorded", func() bool {
+	poll.Until(t, "verdict recorded", waitFor, func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		a := m.loading["slow"]
@@ -127,7 +128,7 @@ func TestUninstallInFlightThenReinstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.rec.expect(t, mark, TypeDetachSkill, skillIs("slow"))
-	waitUntil(t, "slow stopped", func() bool { return !alive(pid) })
+	poll.Until(t, "slow stopped", waitFor, func() bool { return !alive(pid) })
 	if n := e.rec.count(mark, TypeSkillLoaded, skillIs("slow")); n != 0 {
 		t.Fatalf("abandoned load announced %d times", n)
 	}
@@ -161,19 +162,19 @@ func TestUninstallOverlappingReplacement(t *testing.T) {
 	m := e.start()
 	e.waitState("a", StateLoaded)
 	oldPID := e.launch.lastPID("a")
-	waitUntil(t, "the old process set its trap", func() bool { _, err := os.Stat(up); return err == nil })
+	poll.Until(t, "the old process set its trap", waitFor, func() bool { _, err := os.Stat(up); return err == nil })
 	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
 
 	os.RemoveAll(filepath.Join(e.root, "a"))
 	e.emit(TypeSkillsUninstallComplete, nil)
-	waitUntil(t, "the uninstall took a", func() bool {
+	poll.Until(t, "the uninstall took a", waitFor, func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.tracked["a"] == nil
 	})
 	writeSkill(t, e.root, skillSpec{id: "a"}) // reinstalled while the old one stops
 	e.emit(TypeSkillsInstallComplete, nil)
-	waitUntil(t, "the replacement started", func() bool { return e.launch.starts("a") == 2 })
+	poll.Until(t, "the replacement started", waitFor, func() bool { return e.launch.starts("a") == 2 })
 	newPID := e.launch.lastPID("a")
 	e.waitState("a", StateLoaded)
 	if !alive(oldPID) {
@@ -183,7 +184,7 @@ func TestUninstallOverlappingReplacement(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "old process stopped", func() bool { return !alive(oldPID) })
+	poll.Until(t, "old process stopped", waitFor, func() bool { return !alive(oldPID) })
 	if newPID == oldPID || !alive(newPID) {
 		t.Fatalf("replacement pid %d (old %d) alive=%v", newPID, oldPID, alive(newPID))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/controller"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // commitFailStore is the real store whose CreateDevice fails as SQLite does
@@ -91,7 +92,7 @@ func TestAddDeviceOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.ctl.Kick()
-	eventually(t, "the returned credentials log in", func() bool {
+	poll.Until(t, "the returned credentials log in", waitFor, func() bool {
 		c, err := brokertest.Connect(t, e.b.Addr(), creds.Username, creds.Password, brokertest.ConnectOptions{ClientID: "pi-1"})
 		if err == nil {
 			c.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/controller"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // gate holds one message, the first that match accepts, at a point the test
@@ -147,7 +148,7 @@ func TestRepairRaceWithDevice(t *testing.T) {
 				broker: func(b *broker.Broker) controller.Broker { gb.Broker = b; return gb }})
 			ctx := context.Background()
 			a := e.startAgent(e.addDevice("pi-1"), 7, "silent")
-			eventually(t, "online", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
+			poll.Until(t, "online", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
 			live := connect("live")
 			live.Sub(t, availTopic)
 			nextAvailability(t, live, "the retained state", func(availability) bool { return true })

@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 const availTopic = "chorus/v1/pi-1/availability"
@@ -122,7 +123,7 @@ func nextAvailability(t *testing.T, w *brokertest.Client, what string, ok func(a
 func waitRetained(t *testing.T, connect func(string) *brokertest.Client, want availability) {
 	t.Helper()
 	var got availability
-	eventually(t, "retained availability "+want.payload+" of session "+want.session, func() bool {
+	poll.Until(t, "retained availability "+want.payload+" of session "+want.session, waitFor, func() bool {
 		got, _ = retainedAvailability(t, connect)
 		return got.payload == want.payload && got.session == want.session
 	})
@@ -151,13 +152,13 @@ func TestLateWillRepairedForIntegrations(t *testing.T) {
 			User: paho.UserProperties{{Key: "session", Value: "6"}}},
 	})
 	pubSession(t, old, availTopic, "online", 6)
-	eventually(t, "session 6 online", func() bool {
+	poll.Until(t, "session 6 online", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(ctx, "pi-1")
 		return d != nil && d.Online && d.BirthSession == 6
 	})
 
 	e.startAgent(creds, 7, "silent") // session 7: online and birth
-	eventually(t, "session 7 online", func() bool {
+	poll.Until(t, "session 7 online", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(ctx, "pi-1")
 		return d != nil && d.Online && d.BirthSession == 7
 	})
@@ -221,10 +222,10 @@ func TestAvailabilityRepair(t *testing.T) {
 			e, connect := newIntegEnv(t)
 			ctx := context.Background()
 			a := e.startAgent(e.addDevice("pi-1"), 7, "silent")
-			eventually(t, "online", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
+			poll.Until(t, "online", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
 			if tc.offline {
 				a.pub(availTopic, []byte("offline"))
-				eventually(t, "offline", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && !d.Online })
+				poll.Until(t, "offline", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && !d.Online })
 			}
 			live := connect("live")
 			live.Sub(t, availTopic)
@@ -254,7 +255,7 @@ func TestAvailabilityRepair(t *testing.T) {
 			waitRetained(t, connect, tc.want)
 			// The controller's view is the device's word, never a re-publish.
 			wantOnline := tc.want.payload == "online"
-			eventually(t, "the controller's view", func() bool {
+			poll.Until(t, "the controller's view", waitFor, func() bool {
 				d, _ := e.ctl.GetDevice(ctx, "pi-1")
 				return d != nil && d.Online == wantOnline && strconv.FormatUint(d.BirthSession, 10) == tc.want.session
 			})
@@ -287,13 +288,13 @@ func TestNoRepairAfterRestartWithoutPresence(t *testing.T) {
 	creds := e.addDevice("pi-1")
 	old := brokertest.MustConnect(t, e.b.Addr(), creds.Username, creds.Password, brokertest.ConnectOptions{ClientID: "pi-1-old"})
 	pubSession(t, old, availTopic, "online", 6)
-	eventually(t, "session 6 online", func() bool {
+	poll.Until(t, "session 6 online", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(ctx, "pi-1")
 		return d != nil && d.Online && d.BirthSession == 6
 	})
 	cur := brokertest.MustConnect(t, e.b.Addr(), creds.Username, creds.Password, brokertest.ConnectOptions{ClientID: "pi-1"})
 	pubSession(t, cur, "chorus/v1/pi-1/birth", `{"session":7,"agent_version":"test"}`, 7)
-	eventually(t, "session 7 born", func() bool {
+	poll.Until(t, "session 7 born", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(ctx, "pi-1")
 		return d != nil && d.Online && d.BirthSession == 7 // online: session 6's word
 	})
@@ -331,7 +332,7 @@ func TestNoRepairAfterRestartWithoutPresence(t *testing.T) {
 
 	// The device's own word, then another late Will: repaired.
 	pubSession(t, cur, availTopic, "online", 7)
-	eventually(t, "session 7 online", func() bool {
+	poll.Until(t, "session 7 online", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(ctx, "pi-1")
 		return d != nil && d.Online && d.BirthSession == 7
 	})
@@ -339,7 +340,7 @@ func TestNoRepairAfterRestartWithoutPresence(t *testing.T) {
 	if err := e.b.Publish(will); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the late Will repaired", func() bool {
+	poll.Until(t, "the late Will repaired", waitFor, func() bool {
 		got, _ := retainedAvailability(t, connect)
 		return got == availability{payload: "online", session: "7", origin: "gateway", retained: true}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/controller"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // takeUntil drains the feed until want is among its subjects.
@@ -45,7 +46,7 @@ func TestChangesFeed(t *testing.T) {
 	a := e.startAgent(creds, 3, "ok")
 	takeUntil(t, f, "device/pi-1")
 	a.pub("chorus/v1/pi-1/birth", []byte(`{"session":3,"agent_version":"test","hostname":"pi","arch":"arm64","isolation":"uid"}`))
-	eventually(t, "birth details", func() bool {
+	poll.Until(t, "birth details", waitFor, func() bool {
 		b, ok := e.ctl.Birth("pi-1")
 		return ok && b == controller.BirthInfo{Hostname: "pi", Arch: "arm64", Isolation: "uid"}
 	})

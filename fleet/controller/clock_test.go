@@ -11,6 +11,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // jumpClock is a wall clock that runs with real time and can be stepped,
@@ -47,7 +48,7 @@ func silentRollout(t *testing.T, e *env, n int, timeout time.Duration) (*fleet.R
 	for i := range n {
 		e.startAgent(e.addDevice("pi-"+string(rune('a'+i))), 1, "silent")
 	}
-	eventually(t, "all online", func() bool {
+	poll.Until(t, "all online", waitFor, func() bool {
 		on := true
 		ds, _ := e.ctl.ListDevices(ctx, fleet.DeviceFilter{Online: &on})
 		return len(ds) == n
@@ -58,7 +59,7 @@ func silentRollout(t *testing.T, e *env, n int, timeout time.Duration) (*fleet.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "every execution in progress", func() bool {
+	poll.Until(t, "every execution in progress", waitFor, func() bool {
 		r, _, err := e.ctl.GetRollout(ctx, r.ID)
 		return err == nil && r.Counts[fleet.ExecInProgress] == n
 	})
@@ -71,7 +72,7 @@ func waitTimedOut(t *testing.T, e *env, r *fleet.Rollout, n int, since time.Time
 	t.Helper()
 	ctx := context.Background()
 	var execs []*fleet.Execution
-	eventually(t, "every execution timed out", func() bool {
+	poll.Until(t, "every execution timed out", waitFor, func() bool {
 		var err error
 		_, execs, err = e.ctl.GetRollout(ctx, r.ID)
 		timedOut := 0

@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/gateway/desired"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 var _ httpapi.Fleet = (*controller.Controller)(nil)
@@ -23,7 +24,7 @@ func TestAuthTableFollowsRegistry(t *testing.T) {
 	ctx := context.Background()
 	creds := e.addDevice("pi-1", "kitchen")
 	a := e.startAgent(creds, 1, "ok")
-	eventually(t, "pi-1 online", func() bool {
+	poll.Until(t, "pi-1 online", waitFor, func() bool {
 		d, err := e.ctl.GetDevice(ctx, "pi-1")
 		return err == nil && d.Online
 	})
@@ -56,13 +57,13 @@ func TestLateWillIgnored(t *testing.T) {
 	ctx := context.Background()
 	creds := e.addDevice("pi-1")
 	a := e.startAgent(creds, 7, "silent") // silent: its goroutine never publishes, so a.session is the test's alone
-	eventually(t, "online", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
+	poll.Until(t, "online", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
 
 	a.session = 6 // a Will of the previous connection arriving late
 	a.pub("chorus/v1/pi-1/availability", []byte("offline"))
 	a.session = 7
 	a.pub("chorus/v1/pi-1/connectivity", []byte(`{"network":true}`)) // a marker after the late Will
-	eventually(t, "connectivity stored", func() bool {
+	poll.Until(t, "connectivity stored", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(ctx, "pi-1")
 		return d != nil && len(d.Connectivity) > 0
 	})
@@ -70,7 +71,7 @@ func TestLateWillIgnored(t *testing.T) {
 		t.Fatalf("late Will applied: online=%v session=%d", d.Online, d.BirthSession)
 	}
 	a.pub("chorus/v1/pi-1/availability", []byte("offline")) // this session's offline applies
-	eventually(t, "offline", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && !d.Online })
+	poll.Until(t, "offline", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && !d.Online })
 }
 
 func TestDesiredPublishedRetainedAndAtStart(t *testing.T) {
@@ -146,7 +147,7 @@ func TestRolloutCanaryConverges(t *testing.T) {
 	for _, id := range []string{"pi-1", "pi-2", "pi-3"} {
 		e.startAgent(e.addDevice(id, "kitchen"), 1, "ok")
 	}
-	eventually(t, "all online", func() bool {
+	poll.Until(t, "all online", waitFor, func() bool {
 		on := true
 		ds, _ := e.ctl.ListDevices(ctx, fleet.DeviceFilter{Online: &on})
 		return len(ds) == 3
@@ -184,7 +185,7 @@ func TestRolloutCanaryConverges(t *testing.T) {
 	if _, err := e.ctl.SetTags(ctx, "test", "pi-4", []string{"kitchen"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pi-4 desires hello.test", func() bool {
+	poll.Until(t, "pi-4 desires hello.test", waitFor, func() bool {
 		doc, err := e.ctl.DesiredOf(ctx, "pi-4")
 		return err == nil && doc.Skills["hello.test"].Version == "1.0.0"
 	})
@@ -198,7 +199,7 @@ func TestFailureThresholdAborts(t *testing.T) {
 	for _, id := range []string{"pi-1", "pi-2", "pi-3", "pi-4"} {
 		e.startAgent(e.addDevice(id), 1, "fail")
 	}
-	eventually(t, "all online", func() bool {
+	poll.Until(t, "all online", waitFor, func() bool {
 		on := true
 		ds, _ := e.ctl.ListDevices(ctx, fleet.DeviceFilter{Online: &on})
 		return len(ds) == 4
@@ -232,7 +233,7 @@ func TestCanaryFailureFailsRollout(t *testing.T) {
 	e.publish("hello.test", "1.0.0")
 	e.startAgent(e.addDevice("pi-1"), 1, "fail")
 	e.addDevice("pi-2") // offline: not picked as the canary
-	eventually(t, "pi-1 online", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
+	poll.Until(t, "pi-1 online", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
 	r, err := e.ctl.CreateRollout(ctx, "test", &fleet.Rollout{SkillID: "hello.test", Action: fleet.RolloutInstall,
 		Targets: []fleet.Target{fleet.AllTarget()}, Strategy: fleet.Strategy{Canary: 1}})
 	if err != nil {
@@ -251,13 +252,13 @@ func TestOfflineDeviceFinishesWhenBack(t *testing.T) {
 	e.publish("hello.test", "1.0.0")
 	e.startAgent(e.addDevice("pi-1"), 1, "ok")
 	late := e.addDevice("pi-2")
-	eventually(t, "pi-1 online", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
+	poll.Until(t, "pi-1 online", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
 	r, err := e.ctl.CreateRollout(ctx, "test", &fleet.Rollout{SkillID: "hello.test", Action: fleet.RolloutInstall,
 		Targets: []fleet.Target{fleet.AllTarget()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pi-1 succeeded", func() bool {
+	poll.Until(t, "pi-1 succeeded", waitFor, func() bool {
 		x, err := e.db.GetExecution(ctx, r.ID, "pi-1")
 		return err == nil && x.State == fleet.ExecSucceeded
 	})
@@ -276,7 +277,7 @@ func TestRestartMidRolloutResumes(t *testing.T) {
 	e.publish("hello.test", "1.0.0")
 	a1 := e.startAgent(e.addDevice("pi-1"), 1, "silent")
 	a2 := e.startAgent(e.addDevice("pi-2"), 1, "silent")
-	eventually(t, "all online", func() bool {
+	poll.Until(t, "all online", waitFor, func() bool {
 		on := true
 		ds, _ := e.ctl.ListDevices(ctx, fleet.DeviceFilter{Online: &on})
 		return len(ds) == 2
@@ -286,7 +287,7 @@ func TestRestartMidRolloutResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "one execution in progress", func() bool {
+	poll.Until(t, "one execution in progress", waitFor, func() bool {
 		got, _, _ := e.ctl.GetRollout(ctx, r.ID)
 		return got != nil && got.Counts[fleet.ExecInProgress] == 1
 	})
@@ -310,20 +311,20 @@ func TestAbortWithRollback(t *testing.T) {
 	e.publish("hello.test", "1.0.0")
 	e.startAgent(e.addDevice("pi-1"), 1, "ok")
 	e.addDevice("pi-2") // offline: stays queued
-	eventually(t, "pi-1 online", func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
+	poll.Until(t, "pi-1 online", waitFor, func() bool { d, _ := e.ctl.GetDevice(ctx, "pi-1"); return d != nil && d.Online })
 	r, err := e.ctl.CreateRollout(ctx, "test", &fleet.Rollout{SkillID: "hello.test", Action: fleet.RolloutInstall,
 		Targets: []fleet.Target{fleet.AllTarget()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pi-1 succeeded", func() bool {
+	poll.Until(t, "pi-1 succeeded", waitFor, func() bool {
 		x, err := e.db.GetExecution(ctx, r.ID, "pi-1")
 		return err == nil && x.State == fleet.ExecSucceeded
 	})
 	if _, err := e.ctl.AbortRollout(ctx, "test", r.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pi-1 no longer desires the skill", func() bool {
+	poll.Until(t, "pi-1 no longer desires the skill", waitFor, func() bool {
 		doc, err := e.ctl.DesiredOf(ctx, "pi-1")
 		_, has := doc.Skills["hello.test"]
 		return err == nil && !has

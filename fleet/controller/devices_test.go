@@ -9,6 +9,7 @@ import (
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet/controller"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // TestRemoveDeviceDuringReconcile: a device is removed while a reconcile
@@ -71,7 +72,7 @@ func TestRemoveDeviceDuringReconcile(t *testing.T) {
 			if got, want := settledFleet(t, w), map[string]float64{"devices": 0, "devices_online": 0, "skills_loaded": 0, "rollouts_active": 0}; !matches(got, want) {
 				t.Fatalf("fleet summary = %v, want %v", got, want)
 			}
-			eventually(t, "no retained topic of pi-1", func() bool {
+			poll.Until(t, "no retained topic of pi-1", waitFor, func() bool {
 				// Exact filters: mochi reads a wildcard's retained messages
 				// without the topic index's lock, which the race detector
 				// sees racing a retain.
@@ -91,7 +92,7 @@ func TestRemoveDeviceDuringReconcile(t *testing.T) {
 func onlineAgent(t *testing.T, e *env) {
 	t.Helper()
 	e.startAgent(e.addDevice("pi-1"), 7, "silent")
-	eventually(t, "online", func() bool {
+	poll.Until(t, "online", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(context.Background(), "pi-1")
 		return d != nil && d.Online
 	})

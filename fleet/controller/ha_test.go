@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 const (
@@ -169,7 +170,7 @@ func TestHADiscoveryPublished(t *testing.T) {
 	// The same component set again (another state): no new config.
 	a.report(t, haSkill{ID: "hello.chorus", Version: "1.0.0", State: "loading", Active: true, Managed: true},
 		haSkill{ID: "local_skill", State: "loaded", Active: true})
-	eventually(t, "report stored", func() bool {
+	poll.Until(t, "report stored", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(context.Background(), haDev)
 		return d != nil && strings.Contains(string(d.Reported), "loading")
 	})
@@ -239,7 +240,7 @@ func TestHAUpdateInstallCreatesRollout(t *testing.T) {
 	integ.Pub(t, haUpdateSt, []byte("nonsense"), false) // ignored
 	integ.Pub(t, haUpdateSt, []byte("install"), false)
 	var rs []*fleet.Rollout
-	eventually(t, "a rollout", func() bool {
+	poll.Until(t, "a rollout", waitFor, func() bool {
 		rs, _ = e.ctl.ListRollouts(context.Background(), fleet.RolloutFilter{SkillID: "hello.chorus"})
 		return len(rs) > 0
 	})
@@ -257,7 +258,7 @@ func TestHADisabled(t *testing.T) {
 	creds := e.addDevice(haDev)
 	a := e.startAgent(creds, 1, "silent")
 	a.report(t, haSkill{ID: "local_skill", State: "loaded", Active: true})
-	eventually(t, "report stored", func() bool {
+	poll.Until(t, "report stored", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(context.Background(), haDev)
 		return d != nil && len(d.Reported) > 0
 	})

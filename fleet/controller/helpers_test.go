@@ -23,6 +23,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/sqlite"
 	"github.com/chorus-edge/chorus/gateway/artifact"
 	"github.com/chorus-edge/chorus/gateway/desired"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 const waitFor = 30 * time.Second // generous: a loaded 2-core CI machine under -race; a wait that succeeds returns at once
@@ -116,18 +117,6 @@ func (e *env) watcher(filter string) *brokertest.Client {
 	c := brokertest.MustConnect(e.t, e.b.Addr(), e.opName, e.opSecret, brokertest.ConnectOptions{ClientID: "watcher-" + strconv.Itoa(int(time.Now().UnixNano()%1e6))})
 	c.Sub(e.t, filter)
 	return c
-}
-
-// eventually polls cond until it holds or waitFor passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // skillDir writes a skill directory; exec "" leaves the exec out (invalid).
@@ -285,7 +274,7 @@ func (a *agent) close() {
 func (e *env) waitRollout(id int64, state fleet.RolloutState) *fleet.Rollout {
 	e.t.Helper()
 	var r *fleet.Rollout
-	eventually(e.t, fmt.Sprintf("rollout %d %s", id, state), func() bool {
+	poll.Until(e.t, fmt.Sprintf("rollout %d %s", id, state), waitFor, func() bool {
 		var err error
 		r, _, err = e.ctl.GetRollout(context.Background(), id)
 		return err == nil && r.State == state

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // newLiveEnv is a gateway whose presence follows the broker's live
@@ -49,24 +50,24 @@ func TestReimagedDeviceIsOnlineAtOnce(t *testing.T) {
 	e := newLiveEnv(t, time.Second)
 	creds := e.addDevice("pi")
 	old := e.startAgent(creds, 9, "ok")
-	eventually(t, "online with session 9", func() bool { return e.online("pi") })
+	poll.Until(t, "online with session 9", waitFor, func() bool { return e.online("pi") })
 	closing := time.Now()
 	old.close()
-	eventually(t, "offline once its connection is gone", func() bool { return !e.online("pi") })
+	poll.Until(t, "offline once its connection is gone", waitFor, func() bool { return !e.online("pi") })
 	if d, _ := e.db.GetDevice(context.Background(), "pi"); d.LastSeen.Before(closing.Add(-time.Second)) || d.LastSeen.After(closing.Add(5*time.Second)) {
 		t.Errorf("LAST SEEN %v, want when the connection closed (about %v), not when it was marked offline", d.LastSeen, closing)
 	}
 
 	e.startAgent(creds, 1, "ok")
-	eventually(t, "online with session 1", func() bool { return e.online("pi") })
+	poll.Until(t, "online with session 1", waitFor, func() bool { return e.online("pi") })
 	// Heard as long as its connection lives, not only when it connected:
 	// the LAST SEEN shown moves on past the stored connect time.
 	stored, _ := e.db.GetDevice(context.Background(), "pi")
-	eventually(t, "LAST SEEN past the connect time while connected", func() bool {
+	poll.Until(t, "LAST SEEN past the connect time while connected", waitFor, func() bool {
 		d, err := e.ctl.GetDevice(context.Background(), "pi")
 		return err == nil && d.LastSeen.After(stored.LastSeen)
 	})
-	eventually(t, "retained availability online", func() bool { return e.retainedAvailability("pi") == "online" })
+	poll.Until(t, "retained availability online", waitFor, func() bool { return e.retainedAvailability("pi") == "online" })
 	d, _ := e.db.GetDevice(context.Background(), "pi")
 	if d.BirthSession != 1 {
 		t.Errorf("birth session %d, want 1", d.BirthSession)
@@ -81,7 +82,7 @@ func TestLateOfflineWhileConnectedIsRestated(t *testing.T) {
 	e := newLiveEnv(t, time.Second)
 	creds := e.addDevice("pi")
 	a := e.startAgent(creds, 1, "ok")
-	eventually(t, "online", func() bool { return e.online("pi") })
+	poll.Until(t, "online", waitFor, func() bool { return e.online("pi") })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := a.c.Publish(ctx, &paho.Publish{Topic: "chorus/v1/pi/availability", QoS: 1, Retain: true, Payload: []byte("offline"),
@@ -89,7 +90,7 @@ func TestLateOfflineWhileConnectedIsRestated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "retained availability restated online", func() bool { return e.retainedAvailability("pi") == "online" })
+	poll.Until(t, "retained availability restated online", waitFor, func() bool { return e.retainedAvailability("pi") == "online" })
 	if !e.online("pi") {
 		t.Fatal("a late offline of session 7 marked a connected device offline")
 	}
@@ -105,7 +106,7 @@ func TestRestartMarksDevicesWithoutAConnectionOffline(t *testing.T) {
 	gone, stays := e.addDevice("gone"), e.addDevice("stays")
 	g := e.startAgent(gone, 3, "ok")
 	e.startAgent(stays, 4, "ok")
-	eventually(t, "both online", func() bool { return e.online("gone") && e.online("stays") })
+	poll.Until(t, "both online", waitFor, func() bool { return e.online("gone") && e.online("stays") })
 	before, _ := e.db.GetDevice(context.Background(), "gone")
 
 	e.stop()
@@ -113,11 +114,11 @@ func TestRestartMarksDevicesWithoutAConnectionOffline(t *testing.T) {
 	e.start()
 
 	start := time.Now()
-	eventually(t, "gone offline", func() bool { return !e.online("gone") })
+	poll.Until(t, "gone offline", waitFor, func() bool { return !e.online("gone") })
 	if took := time.Since(start); took < time.Second {
 		t.Errorf("marked offline after %s, before its 2s grace", took)
 	}
-	eventually(t, "retained availability offline", func() bool { return e.retainedAvailability("gone") == "offline" })
+	poll.Until(t, "retained availability offline", waitFor, func() bool { return e.retainedAvailability("gone") == "offline" })
 	after, _ := e.db.GetDevice(context.Background(), "gone")
 	if after.LastSeen.Before(before.LastSeen) || after.LastSeen.After(start) {
 		t.Errorf("LAST SEEN %v, want between the last word %v and the restart %v", after.LastSeen, before.LastSeen, start)

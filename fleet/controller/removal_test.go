@@ -7,6 +7,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 const (
@@ -100,7 +101,7 @@ func TestRemovalClearsSurviveCrash(t *testing.T) {
 
 	e.start()
 	for _, tp := range []string{haConfig, haUpdate, haDesired, haAvail} {
-		eventually(t, tp+" cleared", func() bool { return !retained(t, e, tp) })
+		poll.Until(t, tp+" cleared", waitFor, func() bool { return !retained(t, e, tp) })
 	}
 	// And they stay cleared: a later pass publishes nothing for the device.
 	e.ctl.Kick()
@@ -125,7 +126,7 @@ func retained(t *testing.T, e *env, tp string) bool {
 
 func nextUpdateRetained(t *testing.T, e *env) {
 	t.Helper()
-	eventually(t, "update state retained", func() bool { return retained(t, e, haUpdate) })
+	poll.Until(t, "update state retained", waitFor, func() bool { return retained(t, e, haUpdate) })
 }
 
 // goOffline has the agent say offline and disconnect cleanly (no Will): the
@@ -134,7 +135,7 @@ func goOffline(t *testing.T, e *env, a *agent) {
 	t.Helper()
 	a.pub(haAvail, []byte("offline"))
 	a.close()
-	eventually(t, "offline", func() bool {
+	poll.Until(t, "offline", waitFor, func() bool {
 		d, _ := e.ctl.GetDevice(context.Background(), haDev)
 		return d != nil && !d.Online
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // stepClock is a wall clock that stands still until the test moves it: the
@@ -45,7 +46,7 @@ func onlineAgents(t *testing.T, e *env, mode string, ids ...string) map[string]*
 	for _, id := range ids {
 		out[id] = e.startAgent(e.addDevice(id), 1, mode)
 	}
-	eventually(t, "agents online", func() bool {
+	poll.Until(t, "agents online", waitFor, func() bool {
 		for _, id := range ids {
 			if !online(e, id) {
 				return false
@@ -93,7 +94,7 @@ func TestQueuedExecutionsSayWhy(t *testing.T) {
 	// pi-gone was online and went away: "offline since" its last presence.
 	agents["pi-gone"].pub("chorus/v1/pi-gone/availability", []byte("offline"))
 	agents["pi-gone"].close()
-	eventually(t, "pi-gone offline", func() bool { return !online(e, "pi-gone") })
+	poll.Until(t, "pi-gone offline", waitFor, func() bool { return !online(e, "pi-gone") })
 	e.addDevice("pi-never") // never connected
 
 	r, err := e.ctl.CreateRollout(ctx, "test", &fleet.Rollout{SkillID: "hello.test", Action: fleet.RolloutInstall,
@@ -102,7 +103,7 @@ func TestQueuedExecutionsSayWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var xs map[string]*fleet.Execution
-	eventually(t, "the canary in progress", func() bool {
+	poll.Until(t, "the canary in progress", waitFor, func() bool {
 		xs = execByDevice(t, e, r.ID)
 		return countState(xs, fleet.ExecInProgress) == 1
 	})
@@ -146,7 +147,7 @@ func TestQueuedExecutionsSayWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "one in progress, one waiting for a slot", func() bool {
+	poll.Until(t, "one in progress, one waiting for a slot", waitFor, func() bool {
 		xs := execByDevice(t, e, r2.ID)
 		return countState(xs, fleet.ExecInProgress) == 1 && countState(xs, fleet.ExecQueued) == 1
 	})
@@ -168,7 +169,7 @@ func TestCanaryOfflineBlocksTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the canary in progress", func() bool { return execByDevice(t, e, r.ID)["pi-a"].State == fleet.ExecInProgress })
+	poll.Until(t, "the canary in progress", waitFor, func() bool { return execByDevice(t, e, r.ID)["pi-a"].State == fleet.ExecInProgress })
 	if x := execByDevice(t, e, r.ID)["pi-b"]; x.Reason != "waiting for canary" || x.Blocked {
 		t.Fatalf("pi-b behind a live canary: %q blocked %v", x.Reason, x.Blocked)
 	}
@@ -176,7 +177,7 @@ func TestCanaryOfflineBlocksTheRest(t *testing.T) {
 	// and so is everything waiting for it.
 	agents["pi-a"].pub("chorus/v1/pi-a/availability", []byte("offline"))
 	agents["pi-a"].close()
-	eventually(t, "both blocked", func() bool {
+	poll.Until(t, "both blocked", waitFor, func() bool {
 		xs := execByDevice(t, e, r.ID)
 		return xs["pi-a"].Blocked && xs["pi-b"].Blocked
 	})
@@ -218,7 +219,7 @@ func TestDeadlineEndsQueuedExecutions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pi-1 succeeded", func() bool { return execByDevice(t, e, r.ID)["pi-1"].State == fleet.ExecSucceeded })
+	poll.Until(t, "pi-1 succeeded", waitFor, func() bool { return execByDevice(t, e, r.ID)["pi-1"].State == fleet.ExecSucceeded })
 	clock.Add(10*time.Minute - time.Second)
 	// A newer rollout that succeeds proves engine passes ran at this time:
 	// each pass steps every rollout, the older first.
@@ -261,7 +262,7 @@ func TestStartRate(t *testing.T) {
 	clock.Add(time.Second) // the first two starts leave the window
 	waitRate(t, e, r.ID, 4, "waiting for start rate (2/min)")
 	clock.Add(time.Minute)
-	eventually(t, "all five started", func() bool { return countState(execByDevice(t, e, r.ID), fleet.ExecInProgress) == 5 })
+	poll.Until(t, "all five started", waitFor, func() bool { return countState(execByDevice(t, e, r.ID), fleet.ExecInProgress) == 5 })
 }
 
 func TestStartRateRamp(t *testing.T) {
@@ -283,14 +284,14 @@ func TestStartRateRamp(t *testing.T) {
 	clock.Add(time.Minute) // 4/min, the cap
 	waitRate(t, e, r.ID, 7, "waiting for start rate (4/min)")
 	clock.Add(time.Hour) // still 4/min
-	eventually(t, "all eight started", func() bool { return countState(execByDevice(t, e, r.ID), fleet.ExecInProgress) == 8 })
+	poll.Until(t, "all eight started", waitFor, func() bool { return countState(execByDevice(t, e, r.ID), fleet.ExecInProgress) == 8 })
 }
 
 // waitRate waits until started executions are in progress and the rest
 // say the start rate holds them, then checks that no more started.
 func waitRate(t *testing.T, e *env, id int64, started int, reason string) {
 	t.Helper()
-	eventually(t, reason, func() bool {
+	poll.Until(t, reason, waitFor, func() bool {
 		xs := execByDevice(t, e, id)
 		if countState(xs, fleet.ExecInProgress) != started {
 			return false

@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/sqlite"
 	"github.com/chorus-edge/chorus/gateway/bridge"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // fakeClock is the relay's clock in the grace tests.
@@ -357,7 +358,7 @@ func TestBridgeFloodRateLimited(t *testing.T) {
 	for range 20 {
 		sat.emit(`{"type":"ovos.utterance.handle","data":{"utterances":["flood"]}}`)
 	}
-	eventually(t, "the flood handled", func() bool { return e.ctl.RelayStats().RateLimited == 17 })
+	poll.Until(t, "the flood handled", waitFor, func() bool { return e.ctl.RelayStats().RateLimited == 17 })
 	for i := range 3 {
 		if m := hub.next("*"); m.Source() != "chorus:pi-kitchen" {
 			t.Fatalf("message %d from %s, want pi-kitchen", i, m.Source())

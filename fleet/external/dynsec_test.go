@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet/mosquittosync"
 	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 func TestDesiredSkillUsers(t *testing.T) {
@@ -45,7 +46,9 @@ func TestDynsecGateReturnsAtOnce(t *testing.T) {
 		then    func(*mosquittosync.Syncer)
 	}{
 		{"sync failing", func(context.Context) ([]mosquittosync.Client, error) { return nil, nil },
-			func(s *mosquittosync.Syncer) { waitFor(t, "a failed pass", func() bool { return !s.Healthy() }) }},
+			func(s *mosquittosync.Syncer) {
+				poll.Until(t, "a failed pass", 10*time.Second, func() bool { return !s.Healthy() })
+			}},
 		{"gateway stopping", func(ctx context.Context) ([]mosquittosync.Client, error) { <-ctx.Done(); return nil, ctx.Err() },
 			func(s *mosquittosync.Syncer) { time.AfterFunc(50*time.Millisecond, s.Close) }},
 	} {
@@ -70,17 +73,5 @@ func TestDynsecGateReturnsAtOnce(t *testing.T) {
 				t.Errorf("gate held the publish %v", d)
 			}
 		})
-	}
-}
-
-// waitFor polls cond every 10 ms for 10 s at most.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: timed out", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // startMetrics runs a broker, a controller with the broker's counters and
@@ -121,18 +122,6 @@ func reconciles(fams map[string]*dto.MetricFamily) uint64 {
 	return n
 }
 
-// eventually polls cond until it holds, or fails after 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestMetricsMoveWithTheFleet(t *testing.T) {
 	srv, ctl, b := startMetrics(t)
 	ctx := context.Background()
@@ -156,7 +145,7 @@ func TestMetricsMoveWithTheFleet(t *testing.T) {
 	if on, off := value(m, "chorus_devices", "online"), value(m, "chorus_devices", "offline"); on != 0 || off != 1 {
 		t.Errorf("after AddDevice: online %v offline %v, want 0 and 1", on, off)
 	}
-	eventually(t, "the new device reconciled and its desired document published", func() bool {
+	poll.Until(t, "the new device reconciled and its desired document published", 10*time.Second, func() bool {
 		m := scrape(t, srv)
 		return reconciles(m) >= 1 && value(m, "chorus_desired_published_total", "") >= 1
 	})
@@ -168,7 +157,7 @@ func TestMetricsMoveWithTheFleet(t *testing.T) {
 		{"id": "broken.test", "version": "1.0.0", "state": "failed"},
 		{"id": "odd.test", "version": "1.0.0", "state": "exploded"},
 	})
-	eventually(t, "the device online with its skills counted", func() bool {
+	poll.Until(t, "the device online with its skills counted", 10*time.Second, func() bool {
 		m := scrape(t, srv)
 		return value(m, "chorus_devices", "online") == 1 && value(m, "chorus_devices", "offline") == 0 &&
 			value(m, "chorus_skills", "loaded") == 1 && value(m, "chorus_skills", "failed") == 1 &&
@@ -179,7 +168,7 @@ func TestMetricsMoveWithTheFleet(t *testing.T) {
 		{"id": "hello.test", "version": "1.0.0", "state": "loaded"},
 		{"id": "broken.test", "version": "1.0.0", "state": "loaded"},
 	})
-	eventually(t, "the skill counts to follow the new report", func() bool {
+	poll.Until(t, "the skill counts to follow the new report", 10*time.Second, func() bool {
 		m := scrape(t, srv)
 		return value(m, "chorus_skills", "loaded") == 2 && value(m, "chorus_skills", "failed") == 0 &&
 			value(m, "chorus_skills", "other") == 0

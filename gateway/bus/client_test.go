@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
 	"github.com/chorus-edge/chorus/gateway/envelope/envelopetest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
@@ -323,7 +324,7 @@ func TestHandlerIsolation(t *testing.T) {
 				}
 			}
 			// The blocked handler holds one message and queues 4: the rest drop.
-			eventually(t, wait, "panics and drops counted", func() bool {
+			poll.Until(t, "panics and drops counted", wait, func() bool {
 				s := c.Stats()
 				return s.Panics >= 1 && s.Dropped >= n-5
 			})

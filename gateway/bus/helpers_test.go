@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 const (
@@ -151,28 +153,15 @@ func encode(t *testing.T, m envelope.Message) string {
 	return string(b)
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // goroutinesSettle waits until no more than base goroutines run.
 func goroutinesSettle(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Fatalf("goroutines: %d running, want <= %d\n%s", runtime.NumGoroutine(), base, buf[:n])
-		}
-		time.Sleep(10 * time.Millisecond)
+	err := poll.Wait(context.Background(), fmt.Sprintf("goroutines down to %d", base), wait, func() bool {
+		return runtime.NumGoroutine() <= base
+	})
+	if err != nil {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		t.Fatalf("%v: %d running\n%s", err, runtime.NumGoroutine(), buf[:n])
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 func TestDialRefused(t *testing.T) {
@@ -106,7 +107,7 @@ func TestSubscriptionsSurviveBrokerRestart(t *testing.T) {
 	anyCh := collect(t, c, "")
 
 	e.restart(t)
-	eventually(t, 20*time.Second, "reconnect", func() bool { return connects.Load() >= 2 })
+	poll.Until(t, "reconnect", 20*time.Second, func() bool { return connects.Load() >= 2 })
 
 	raw := brokertest.MustConnect(t, e.b.Addr(), e.operator.Username, e.opSecret, brokertest.ConnectOptions{ClientID: "raw"})
 	raw.Pub(t, "chorus/v1/kitchen/bus/speak", []byte(`{"type":"speak","data":{"after":"restart"}}`), false)

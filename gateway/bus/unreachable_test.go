@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/gateway/bus"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // syncBuffer is a log sink safe for the transport's goroutines.
@@ -57,7 +58,7 @@ func TestUnreachableBrokerIsLoggedRateLimited(t *testing.T) {
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 		done <- err
 	}()
-	eventually(t, 20*time.Second, "the first failure logged", func() bool {
+	poll.Until(t, "the first failure logged", 20*time.Second, func() bool {
 		return strings.Contains(logs.String(), "cannot reach the MQTT broker")
 	})
 	line := logs.String()
@@ -105,12 +106,12 @@ func TestUnreachableBrokerRetriesWithoutMoreLines(t *testing.T) {
 		_, _ = bus.DialMQTT(ctx, bus.MQTTConfig{URL: "mqtt://" + ln.Addr().String(), UnreachableLogEvery: time.Hour,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	}()
-	eventually(t, 30*time.Second, "three attempts", func() bool {
+	poll.Until(t, "three attempts", 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return accepts >= 3
 	})
-	eventually(t, 20*time.Second, "the first line", func() bool { return strings.Contains(logs.String(), "cannot reach") })
+	poll.Until(t, "the first line", 20*time.Second, func() bool { return strings.Contains(logs.String(), "cannot reach") })
 	if n := strings.Count(logs.String(), "cannot reach"); n != 1 {
 		t.Errorf("%d lines for 3 attempts within the hour, want 1:\n%s", n, logs.String())
 	}
@@ -125,7 +126,7 @@ func TestUnreachableBrokerIsLoggedAgainAfterTheInterval(t *testing.T) {
 		_, _ = bus.DialMQTT(ctx, bus.MQTTConfig{URL: "mqtt://" + addr, UnreachableLogEvery: 100 * time.Millisecond,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	}()
-	eventually(t, 20*time.Second, "a second line with more attempts", func() bool {
+	poll.Until(t, "a second line with more attempts", 20*time.Second, func() bool {
 		return strings.Count(logs.String(), "cannot reach the MQTT broker") >= 2
 	})
 }
@@ -150,13 +151,13 @@ func TestDrainStopsWaitingForTheBroker(t *testing.T) {
 	if err := e.b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the transport sees the loss", func() bool {
+	poll.Until(t, "the transport sees the loss", 20*time.Second, func() bool {
 		return strings.Contains(logs.String(), "mqtt connection lost")
 	})
 	// Right at the loss paho may still hand a publish to the dead
 	// connection (an error of its own); once it knows, a drained publish
 	// fails at once with ErrNotConnected instead of waiting for the broker.
-	eventually(t, 20*time.Second, "ErrNotConnected", func() bool {
+	poll.Until(t, "ErrNotConnected", 20*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := m.Publish(ctx, bus.Packet{Topic: "chorus/v1/kitchen/bus/x", QoS: 1})

@@ -3,6 +3,7 @@ package wsbus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/chorus-edge/chorus/gateway/envelope/envelopetest"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 func TestGreeting(t *testing.T) {
@@ -231,13 +233,12 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	_ = a.Close()
 	_ = b.Close()
-	deadline := time.Now().Add(wait)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond) // bounded poll
+	err := poll.Wait(context.Background(), fmt.Sprintf("goroutines back to %d after Close", before), wait, func() bool {
+		return runtime.NumGoroutine() <= before
+	})
+	if err != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%v: %d running:\n%s", err, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 	}
 }
 

@@ -1,0 +1,10 @@
+package enrol_test
+
+import (
+	"testing"
+
+	"github.com/chorus-edge/chorus/gateway/leakcheck"
+)
+
+// No goroutine of an enrolment outlives the tests (STYLE.md 4; docs/testing.md).
+func TestMain(m *testing.M) { leakcheck.Main(m) }
