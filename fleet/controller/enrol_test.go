@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/controller"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // pendingJoin creates a one-use join token and joins device with it; it
@@ -80,7 +81,7 @@ func TestJoinRecollect(t *testing.T) {
 	// The device has now been heard from (it connected, and its agent says
 	// online): a third collection would knock it out.
 	a := e.startAgent(second, 1, "ok")
-	eventually(t, "the device online", func() bool {
+	poll.Until(t, "the device online", waitFor, func() bool {
 		d, err := e.ctl.GetDevice(ctx, "pi-lost")
 		return err == nil && d.Online
 	})

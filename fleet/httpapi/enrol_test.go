@@ -19,6 +19,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet/controller"
 	"github.com/chorus-edge/chorus/fleet/httpapi"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/poll"
 	"github.com/eclipse/paho.golang/paho"
 )
 
@@ -141,7 +142,7 @@ func TestJoinPendingAcceptReject(t *testing.T) {
 		t.Fatalf("join answer = %s", b)
 	}
 	ticket := *jr.Pending
-	poll := call{"POST", "/v1/join/" + ticket.ID, "", bearer(ticket.Secret)}
+	pollJoin := call{"POST", "/v1/join/" + ticket.ID, "", bearer(ticket.Secret)}
 
 	// Pending: not in the registry, and the broker refuses it whatever it sends.
 	if resp, _ := do(t, e.srv, call{"GET", "/v1/devices/pi-1", "", op}, nil); resp.StatusCode != 404 {
@@ -149,7 +150,7 @@ func TestJoinPendingAcceptReject(t *testing.T) {
 	}
 	e.mqttRefused(t, "pi-1", ticket.Secret)
 	e.mqttRefused(t, "pi-1", tok.Secret)
-	if resp, b := do(t, e.srv, poll, nil); resp.StatusCode != 202 || decode[api.JoinResponse](t, b).Status != api.JoinPending {
+	if resp, b := do(t, e.srv, pollJoin, nil); resp.StatusCode != 202 || decode[api.JoinResponse](t, b).Status != api.JoinPending {
 		t.Fatalf("poll while pending: %d %s", resp.StatusCode, b)
 	}
 	if resp, b := do(t, e.srv, call{"POST", "/v1/join/" + ticket.ID, "", bearer("wrong")}, nil); resp.StatusCode != 401 {
@@ -168,7 +169,7 @@ func TestJoinPendingAcceptReject(t *testing.T) {
 	if resp.StatusCode != 200 || decode[api.DeviceResponse](t, b).Device.ID != "pi-1" {
 		t.Fatalf("accept: %d %s", resp.StatusCode, b)
 	}
-	resp, b = do(t, e.srv, poll, nil)
+	resp, b = do(t, e.srv, pollJoin, nil)
 	jr = decode[api.JoinResponse](t, b)
 	if resp.StatusCode != 200 || jr.Status != api.JoinAccepted || jr.Credentials == nil || jr.Credentials.Device != "pi-1" || jr.Credentials.ServerURL != e.srv.URL() {
 		t.Fatalf("poll after accept: %d %s", resp.StatusCode, b)
@@ -176,7 +177,7 @@ func TestJoinPendingAcceptReject(t *testing.T) {
 	brokertest.MustConnect(t, e.b.Addr(), jr.Credentials.Username, jr.Credentials.Password, brokertest.ConnectOptions{ClientID: "agent"}).Close()
 	// The reply could have been lost: polling again collects fresh
 	// credentials, and the first ones stop working.
-	resp, b = do(t, e.srv, poll, nil)
+	resp, b = do(t, e.srv, pollJoin, nil)
 	again := decode[api.JoinResponse](t, b)
 	if resp.StatusCode != 200 || again.Credentials == nil || again.Credentials.Password == jr.Credentials.Password {
 		t.Fatalf("poll again after collecting: %d %s", resp.StatusCode, b)
@@ -186,11 +187,11 @@ func TestJoinPendingAcceptReject(t *testing.T) {
 	agent := brokertest.MustConnect(t, e.b.Addr(), again.Credentials.Username, again.Credentials.Password, brokertest.ConnectOptions{ClientID: "pi-1"})
 	defer agent.Close()
 	publishOnline(t, agent, "pi-1")
-	eventually(t, "pi-1 online", func() bool {
+	poll.Until(t, "pi-1 online", 10*time.Second, func() bool {
 		resp, b := do(t, e.srv, call{"GET", "/v1/devices/pi-1", "", op}, nil)
 		return resp.StatusCode == 200 && decode[api.DeviceResponse](t, b).Device.Online
 	})
-	if resp, b := do(t, e.srv, poll, nil); resp.StatusCode != 404 || !strings.Contains(string(b), "join again") {
+	if resp, b := do(t, e.srv, pollJoin, nil); resp.StatusCode != 404 || !strings.Contains(string(b), "join again") {
 		t.Errorf("poll after the device was heard from: %d %s", resp.StatusCode, b)
 	}
 
