@@ -171,3 +171,18 @@ func ChildrenMemory(pid int) (n int, rssKiB int64) {
 	}
 	return n, rssKiB
 }
+
+// LoadAvg is /proc/loadavg's first three fields, printed next to every
+// figure (a figure means little without the machine's load); "n/a" when
+// it cannot be read.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
+}
