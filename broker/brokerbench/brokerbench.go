@@ -92,8 +92,8 @@ func sentAt(p []byte) (time.Time, bool) {
 	return time.Unix(0, n), true
 }
 
-// Run runs one scenario against t.
-func Run(ctx context.Context, t Target, l Load) (Result, error) {
+// RunLoad runs one scenario against t.
+func RunLoad(ctx context.Context, t Target, l Load) (Result, error) {
 	if l.Publishers <= 0 {
 		l.Publishers = 4
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/broker/brokerbench"
+	"github.com/chorus-edge/chorus/device/agentbench"
 )
 
 func (a *app) newBenchAttackCmd() *cobra.Command {
@@ -26,7 +27,7 @@ func (a *app) newBenchAttackCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			load := loadAvg()
+			load := agentbench.LoadAvg()
 			if jsonOut {
 				return a.printJSON(struct {
 					brokerbench.AttackReport

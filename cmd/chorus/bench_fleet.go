@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -52,7 +51,7 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			load := loadAvg() // before the run, as the other benchmarks read it
+			load := agentbench.LoadAvg() // before the run, as the other benchmarks read it
 			rep, err := fleetbench.Run(ctx, a.benchFleetConfig(f))
 			if rep != nil {
 				rep.Load = load
@@ -139,19 +138,6 @@ func (a *app) printFleet(rep *fleetbench.Report, jsonOut bool) error {
 	}
 	fmt.Fprintf(w, "machine load\t%s\n", rep.Load)
 	return w.Flush()
-}
-
-// loadAvg is /proc/loadavg's first three fields, to print next to figures.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "n/a"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "n/a"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // newBenchDevicesCmd is the child side of `bench fleet` (hidden).
