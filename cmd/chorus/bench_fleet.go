@@ -51,10 +51,8 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			load := agentbench.LoadAvg() // before the run, as the other benchmarks read it
 			rep, err := fleetbench.Run(ctx, a.benchFleetConfig(f))
 			if rep != nil {
-				rep.Load = load
 				if perr := a.printFleet(rep, f.jsonOut); perr != nil {
 					return perr
 				}
@@ -99,7 +97,7 @@ func (a *app) benchFleetConfig(f benchFleetFlags) fleetbench.Config {
 			return child
 		}
 	}
-	cfg.ValidateSkill, cfg.Progress, cfg.Logger = validateSkill, a.progress, a.log
+	cfg.ValidateSkill, cfg.Progress, cfg.Logger, cfg.MachineLoad = validateSkill, a.progress, a.log, agentbench.LoadAvg
 	cfg.Process = fleetbench.ProcessStats{
 		Memory: func(pid int) (int64, int64, error) {
 			m, err := agentbench.ProcMemory(pid)

@@ -44,6 +44,7 @@ func TestBenchFleetSmoke(t *testing.T) {
 		SQLite  map[string]any     `json:"sqlite"`
 		Errors  map[string]int64   `json:"device_errors"`
 		Enrol   map[string]float64 `json:"enrol"`
+		Load    string             `json:"machine_load"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
@@ -72,6 +73,9 @@ func TestBenchFleetSmoke(t *testing.T) {
 	}
 	if rep.SQLite["writes"] == nil || rep.Enrol["api_enrolled"] != 5 {
 		t.Errorf("sqlite %v, enrol %v", rep.SQLite, rep.Enrol)
+	}
+	if rep.Load == "" || rep.Load == "n/a" {
+		t.Errorf("machine_load %q, want /proc/loadavg's figures", rep.Load)
 	}
 	if rep.Errors["apply_errors"] != 0 || rep.Errors["client_errors"] != 0 {
 		t.Errorf("device errors: %v", rep.Errors)
