@@ -1,6 +1,11 @@
 // Package agentbench measures the agent's footprint for `chorus bench
-// agent`: it lays out trees of trivial skills, times discovery over them,
-// and reads a process's memory and CPU time, and its children's, from /proc.
+// agent`: Run starts `chorus agent` as a child (AgentCommand, injected by
+// cmd/chorus) with trivial skills against a broker in this process and
+// reports start to ready, discovery and rescan times and idle memory;
+// RunOVOS does the same for runtime ovos skills under a launcher. The
+// pieces are exported for the other benches: trees of trivial or OVOS
+// skills, discovery timing, a process's memory and CPU time and its
+// children's from /proc, and the machine's load.
 package agentbench
 
 import (
