@@ -56,7 +56,7 @@ func agentCommand(t *testing.T) agentbench.AgentCommand {
 // Run with the real agent and three skills: every figure is measured, the
 // skill processes are the agent's children, and what Run made is gone.
 func TestRunMeasuresTheAgent(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a bound, not the expected time (a few seconds unloaded)
 	defer cancel()
 	privateTemp(t)
 	before := benchDirs(t)
@@ -87,7 +87,7 @@ func TestRunMeasuresTheAgent(t *testing.T) {
 // are loaded and measured.
 func TestRunOVOSSharedHost(t *testing.T) {
 	launcher := ovostest.Launcher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a bound, not the expected time (a few seconds unloaded)
 	defer cancel()
 	rep, err := agentbench.RunOVOS(ctx, agentbench.OVOSConfig{Skills: 2, Shared: true, Launcher: launcher, Agent: agentCommand(t), Logger: brokertest.Logger(t)})
 	if err != nil {
