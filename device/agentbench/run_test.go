@@ -61,7 +61,7 @@ func TestRunMeasuresTheAgent(t *testing.T) {
 	privateTemp(t)
 	before := benchDirs(t)
 	var lines []string
-	rep, err := agentbench.Run(ctx, agentbench.Config{Skills: 3, DiscoverDirs: 5, Agent: agentCommand(t), Logger: brokertest.Logger(t),
+	rep, err := agentbench.Run(ctx, agentbench.Config{Skills: 3, DiscoverDirs: 5, Idle: time.Second, Agent: agentCommand(t), Logger: brokertest.Logger(t),
 		Progress: func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		t.Fatal(err)
