@@ -21,6 +21,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/bus"
 )
 
 // Store is what the controller needs of the fleet database; *sqlite.DB
@@ -40,8 +41,7 @@ type Store interface {
 // satisfies it. Publish bypasses the ACL: the controller is the only writer
 // of desired documents.
 type Broker interface {
-	Publish(m broker.Message) error
-	Subscribe(filter string, handler func(broker.Message)) (unsubscribe func(), err error)
+	bus.InProcess // Publish and Subscribe, as the embedded broker's in-process client
 	SetTable(t *broker.Table)
 }
 

@@ -52,7 +52,8 @@ func (c *Controller) startRelay(ctx context.Context) error {
 		now = c.cfg.Now
 	}
 	r, err := bridge.New(bridge.Config{
-		Transport: brokerTransport{c.cfg.Broker}, Logger: c.log.With("component", "bridge"), Now: now,
+		// The relay only queues on the publisher's goroutine.
+		Transport: bus.Direct(c.cfg.Broker), Logger: c.log.With("component", "bridge"), Now: now,
 		Grace: b.Grace, Hold: b.Hold, Rate: b.Rate, Burst: b.Burst, Tick: b.Tick, BySession: b.BySession,
 		Twins: bridge.TwinMode(b.Twins), TwinsByDevice: byDev,
 	})
@@ -166,14 +167,4 @@ func (c *Controller) RelayStats() bridge.Stats {
 		return bridge.Stats{}
 	}
 	return c.relay.relay.Stats()
-}
-
-// brokerTransport is bus.Transport over the controller's Broker. Handlers
-// run on the publisher's goroutine; the relay only queues there.
-type brokerTransport struct{ b Broker }
-
-func (t brokerTransport) Publish(_ context.Context, p bus.Packet) error { return t.b.Publish(p) }
-
-func (t brokerTransport) Subscribe(_ context.Context, filter string, h func(bus.Packet)) (func(), error) {
-	return t.b.Subscribe(filter, h)
 }

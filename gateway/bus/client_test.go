@@ -24,12 +24,16 @@ type transportKind string
 const (
 	viaMQTT   transportKind = "mqtt"
 	viaInline transportKind = "inline"
+	viaDirect transportKind = "direct" // bus.Direct: handlers on the publisher's goroutine
 )
 
 func (e *env) transport(t *testing.T, k transportKind) bus.Transport {
 	t.Helper()
-	if k == viaInline {
+	switch k {
+	case viaInline:
 		return e.inline(t)
+	case viaDirect:
+		return bus.Direct(e.b)
 	}
 	return e.dialDevice(t, nil)
 }
@@ -43,6 +47,8 @@ func TestEmitOnRoundTrip(t *testing.T) {
 		{"inline to inline", viaInline, viaInline},
 		{"inline to mqtt", viaInline, viaMQTT},
 		{"mqtt to inline", viaMQTT, viaInline},
+		{"direct to mqtt", viaDirect, viaMQTT},
+		{"mqtt to direct", viaMQTT, viaDirect},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

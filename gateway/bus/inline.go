@@ -155,3 +155,17 @@ func (t *InlineTransport) Close() error {
 	t.disp.close()
 	return nil
 }
+
+// Direct returns b as a Transport with no queue of its own: handlers run on
+// the publisher's goroutine, as the broker calls them, so they must only
+// queue (the fleet relay does). Inline is the transport for handlers that do
+// work.
+func Direct(b InProcess) Transport { return direct{b} }
+
+type direct struct{ b InProcess }
+
+func (d direct) Publish(_ context.Context, p Packet) error { return d.b.Publish(p) }
+
+func (d direct) Subscribe(_ context.Context, filter string, h func(Packet)) (func(), error) {
+	return d.b.Subscribe(filter, h)
+}
