@@ -50,15 +50,38 @@ func (t *JoinToken) Validate() error {
 	return nil
 }
 
+// A join token's states, as `chorus fleet token list` shows them.
+const (
+	TokenUsable  = "usable"
+	TokenRevoked = "revoked"
+	TokenExpired = "expired"
+	TokenUsedUp  = "used up"
+)
+
+// State is the token's state at now: revoked, expired or used up, checked
+// in that order, else usable. It is the one rule Usable and the CLI's list
+// both apply.
+func (t *JoinToken) State(now time.Time) string {
+	switch {
+	case !t.RevokedAt.IsZero():
+		return TokenRevoked
+	case !now.Before(t.ExpiresAt):
+		return TokenExpired
+	case t.Used >= t.Uses:
+		return TokenUsedUp
+	}
+	return TokenUsable
+}
+
 // Usable says why the token cannot enrol a device at now (an EINVALID
 // error naming the fix), or nil.
 func (t *JoinToken) Usable(now time.Time) error {
-	switch {
-	case !t.RevokedAt.IsZero():
+	switch t.State(now) {
+	case TokenRevoked:
 		return Errorf(EINVALID, "join token %s was revoked: ask the operator for a new one (chorus fleet token create)", t.ID)
-	case !now.Before(t.ExpiresAt):
+	case TokenExpired:
 		return Errorf(EINVALID, "join token %s expired at %s: ask the operator for a new one (chorus fleet token create --ttl ...)", t.ID, t.ExpiresAt.UTC().Format(time.RFC3339))
-	case t.Used >= t.Uses:
+	case TokenUsedUp:
 		return Errorf(EINVALID, "join token %s is used up (%d of %d uses): ask the operator for a new one (chorus fleet token create --uses N)", t.ID, t.Used, t.Uses)
 	}
 	return nil

@@ -28,6 +28,9 @@ type AttackConfig struct {
 	QueueBytes int64         // the broker's max_queued_bytes (0 = its default)
 	Warmup     time.Duration // each attack runs this long before measuring (default 1 s)
 	Logger     *slog.Logger
+	// MachineLoad reads the machine's load after the run (cmd/chorus wires
+	// agentbench.LoadAvg); nil reports "n/a".
+	MachineLoad func() string
 }
 
 // AttackPhase is the well-behaved device's round trip during one phase.
@@ -44,6 +47,7 @@ type AttackPhase struct {
 type AttackReport struct {
 	Phases []AttackPhase `json:"phases"`
 	Stats  broker.Stats  `json:"broker_stats"`
+	Load   string        `json:"machine_load"`
 }
 
 // Attack measures what an attack costs a well-behaved device (docs/security.md,
@@ -72,6 +76,9 @@ func Attack(ctx context.Context, cfg AttackConfig) (AttackReport, error) {
 	}
 	if cfg.Silent == 0 {
 		cfg.Silent = 2000
+	}
+	if cfg.MachineLoad == nil {
+		cfg.MachineLoad = func() string { return "n/a" }
 	}
 	env, err := startAttackBroker(cfg.Logger, cfg.QueueBytes)
 	if err != nil {
@@ -114,7 +121,7 @@ func Attack(ctx context.Context, cfg AttackConfig) (AttackReport, error) {
 		p.RatioP50, p.RatioP99 = p.P50Ms/idle.P50Ms, p.P99Ms/idle.P99Ms
 		rep.Phases = append(rep.Phases, p)
 	}
-	rep.Stats = env.b.Stats()
+	rep.Stats, rep.Load = env.b.Stats(), cfg.MachineLoad()
 	return rep, nil
 }
 

@@ -16,10 +16,14 @@ func TestAttackSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rep, err := brokerbench.Attack(ctx, brokerbench.AttackConfig{RoundTrips: 30, Warmup: 300 * time.Millisecond, Silent: 300,
-		QueueBytes: 1 << 20, // the stuck subscriber's queue fills within the short phase
+		QueueBytes:  1 << 20, // the stuck subscriber's queue fills within the short phase
+		MachineLoad: func() string { return "1.00 2.00 3.00" },
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rep.Load != "1.00 2.00 3.00" {
+		t.Errorf("load %q, want the MachineLoad reading", rep.Load)
 	}
 	if len(rep.Phases) != 4 {
 		t.Fatalf("phases: %+v", rep.Phases)

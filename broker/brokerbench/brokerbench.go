@@ -3,7 +3,9 @@
 // subscribers on paho.golang over plain net.Conn, measuring publish→deliver
 // throughput and latency through any MQTT 5 broker, and the two brokers it
 // compares against each other: Chorus's (with its auth, ACL, limits and
-// store hooks) and a bare mochi server with no hooks but AllowHook.
+// store hooks) and a bare mochi server with no hooks but AllowHook. Run is
+// `chorus bench broker` (RunLoad one load on one broker, Compare the rounds),
+// Attack is `chorus bench attack`.
 package brokerbench
 
 import (
@@ -92,8 +94,8 @@ func sentAt(p []byte) (time.Time, bool) {
 	return time.Unix(0, n), true
 }
 
-// Run runs one scenario against t.
-func Run(ctx context.Context, t Target, l Load) (Result, error) {
+// RunLoad runs one scenario against t.
+func RunLoad(ctx context.Context, t Target, l Load) (Result, error) {
 	if l.Publishers <= 0 {
 		l.Publishers = 4
 	}

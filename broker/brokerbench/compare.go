@@ -104,7 +104,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (Comparison, error) {
 		for li, l := range cfg.Loads {
 			got := map[string]Result{}
 			for _, t := range order {
-				r, err := Run(ctx, t, l)
+				r, err := RunLoad(ctx, t, l)
 				if err != nil {
 					return cmp, fmt.Errorf("round %d: %w", round+1, err)
 				}

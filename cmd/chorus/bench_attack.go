@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/broker/brokerbench"
+	"github.com/chorus-edge/chorus/device/agentbench"
 )
 
 func (a *app) newBenchAttackCmd() *cobra.Command {
@@ -22,23 +23,20 @@ func (a *app) newBenchAttackCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a.benchLogger(cmd)
+			cfg.MachineLoad = agentbench.LoadAvg
 			rep, err := brokerbench.Attack(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			load := loadAvg()
 			if jsonOut {
-				return a.printJSON(struct {
-					brokerbench.AttackReport
-					Load string `json:"machine_load"`
-				}{rep, load})
+				return a.printJSON(rep)
 			}
 			w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(w, "phase\tp50 ms\tx idle\tp99 ms\tx idle\tattack")
 			for _, p := range rep.Phases {
 				fmt.Fprintf(w, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", p.Name, p.P50Ms, p.RatioP50, p.P99Ms, p.RatioP99, p.Note)
 			}
-			fmt.Fprintf(w, "machine load\t%s\n", load)
+			fmt.Fprintf(w, "machine load\t%s\n", rep.Load)
 			return w.Flush()
 		},
 	}

@@ -3,17 +3,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/broker/brokerbench"
-	"github.com/chorus-edge/chorus/fleet/fleetbench"
+	"github.com/chorus-edge/chorus/device/agentbench"
 )
 
 // ---- broker ----
@@ -21,112 +17,35 @@ import (
 func (a *app) newBenchBrokerCmd() *cobra.Command {
 	var (
 		jsonOut bool
-		mqttURL string
-		scale   float64
-		rounds  int
-		nostore bool
+		cfg     brokerbench.Config
 	)
 	cmd := &cobra.Command{
 		Use:   "broker",
 		Short: "Publish→deliver throughput and latency: Chorus's broker vs bare mochi (and --mqtt-url), alternated over rounds",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Rounds < 3 {
+				return fmt.Errorf("--rounds %d: at least 3 are needed for a median with a spread", cfg.Rounds)
+			}
 			a.benchLogger(cmd)
-			return a.benchBroker(cmd.Context(), brokerBenchOpts{jsonOut: jsonOut, mqttURL: mqttURL, scale: scale, rounds: rounds, nostore: nostore})
+			cfg.MachineLoad, cfg.Progress = agentbench.LoadAvg, a.progress
+			rep, err := brokerbench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return a.printBrokerBench(rep, jsonOut)
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
-	cmd.Flags().StringVar(&mqttURL, "mqtt-url", "", "the anchor broker to compare with, mqtt://[user:pass@]host:port (e.g. Mosquitto)")
-	cmd.Flags().Float64Var(&scale, "scale", 1, "multiply every message count")
-	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds over which the brokers alternate (at least 3); ratios are the median over rounds")
-	cmd.Flags().BoolVar(&nostore, "nostore", false, "also run Chorus's broker without its store hook (chorus-nostore)")
+	cmd.Flags().StringVar(&cfg.MQTTURL, "mqtt-url", "", "the anchor broker to compare with, mqtt://[user:pass@]host:port (e.g. Mosquitto)")
+	cmd.Flags().Float64Var(&cfg.Scale, "scale", 1, "multiply every message count")
+	cmd.Flags().IntVar(&cfg.Rounds, "rounds", 3, "rounds over which the brokers alternate (at least 3); ratios are the median over rounds")
+	cmd.Flags().BoolVar(&cfg.NoStore, "nostore", false, "also run Chorus's broker without its store hook (chorus-nostore)")
 	return cmd
 }
 
-type brokerBenchOpts struct {
-	jsonOut bool
-	mqttURL string
-	scale   float64
-	rounds  int
-	nostore bool
-}
-
-// anchorName is the --mqtt-url broker's name in the report.
-const anchorName = "anchor"
-
-type brokerReport struct {
-	Rounds  int                  `json:"rounds"`
-	Results []brokerbench.Result `json:"results"`
-	Ratios  []brokerbench.Ratio  `json:"ratios"`
-	Load    string               `json:"machine_load"`
-	LoadEnd string               `json:"machine_load_end"`
-	Notes   []string             `json:"notes"`
-}
-
-func (a *app) benchBroker(ctx context.Context, o brokerBenchOpts) error {
-	if o.rounds < 3 {
-		return fmt.Errorf("--rounds %d: at least 3 are needed for a median with a spread", o.rounds)
-	}
-	dir, err := fleetbench.TempDir()
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	chorus, err := brokerbench.StartChorus(filepath.Join(dir, "broker"), 100)
-	if err != nil {
-		return err
-	}
-	defer chorus.Close()
-	bare, err := brokerbench.StartBareMochi()
-	if err != nil {
-		return err
-	}
-	defer bare.Close()
-	targets := []brokerbench.Target{chorus.Target, bare.Target}
-	pairs := [][2]string{{chorus.Name, bare.Name}}
-	if o.nostore {
-		nostore, err := brokerbench.StartChorus("", 100)
-		if err != nil {
-			return err
-		}
-		defer nostore.Close()
-		targets = append(targets, nostore.Target)
-		pairs = append(pairs, [2]string{nostore.Name, bare.Name})
-	}
-	if o.mqttURL != "" {
-		t, err := brokerbench.ParseURL(anchorName, o.mqttURL)
-		if err != nil {
-			return err
-		}
-		targets = append(targets, t)
-		pairs = append([][2]string{{chorus.Name, anchorName}}, pairs...)
-	}
-	rep := brokerReport{Rounds: o.rounds, Load: loadAvg(), Notes: []string{
-		"load generator and the embedded brokers share one process; the --mqtt-url broker (anchor) runs in its own",
-		"every load runs on every broker in each round, back to back, the brokers' order rotating from round to round; a ratio is taken within a round, the median over rounds is reported with its min and max",
-		"chorus-nostore (--nostore) is Chorus's broker without its SQLite store hook: it separates the policy hooks' cost from persistence",
-		fmt.Sprintf("both embedded brokers: max_client_writes_pending %d; 64-byte JSON payloads; 4 publishers, each synchronous at QoS 1", broker.DefaultWritesPending),
-	}}
-	var loads []brokerbench.Load
-	for _, qos := range []byte{0, 1} {
-		for _, fo := range []int{1, 10, 100} {
-			loads = append(loads, brokerbench.Load{QoS: qos, FanOut: fo, Messages: int(o.scale * float64(min(40000, 100000/fo)))})
-		}
-	}
-	loads = append(loads, brokerbench.Load{QoS: 1, FanOut: 1, Rate: 10000, Messages: int(o.scale * 20000)})
-	cmp, err := brokerbench.Compare(ctx, brokerbench.CompareConfig{Targets: targets, Loads: loads, Rounds: o.rounds, Pairs: pairs,
-		Progress: func(round int, l brokerbench.Load, r brokerbench.Result) {
-			a.progress("round %d %-14s qos %d fan-out %3d rate %5.0f: %8.0f deliveries/s, p50 %.2f ms, p99 %.2f ms, loss %.1f%%",
-				round+1, r.Broker, r.QoS, r.FanOut, l.Rate, r.DelPerSec, r.P50Ms, r.P99Ms, r.LossPct)
-		}})
-	if err != nil {
-		return err
-	}
-	rep.Results, rep.Ratios, rep.LoadEnd = cmp.Results, cmp.Ratios, loadAvg()
-	st := chorus.Stats()
-	rep.Notes = append(rep.Notes, fmt.Sprintf("chorus broker counters: %d received, %d sent, %d dropped, %d throttled",
-		st.MessagesReceived, st.MessagesSent, st.MessagesDropped, st.PublishesThrottled))
-	if o.jsonOut {
+func (a *app) printBrokerBench(rep brokerbench.Report, jsonOut bool) error {
+	if jsonOut {
 		return a.printJSON(rep)
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)

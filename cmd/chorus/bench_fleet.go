@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -52,10 +51,8 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			load := loadAvg() // before the run, as the other benchmarks read it
 			rep, err := fleetbench.Run(ctx, a.benchFleetConfig(f))
 			if rep != nil {
-				rep.Load = load
 				if perr := a.printFleet(rep, f.jsonOut); perr != nil {
 					return perr
 				}
@@ -100,7 +97,7 @@ func (a *app) benchFleetConfig(f benchFleetFlags) fleetbench.Config {
 			return child
 		}
 	}
-	cfg.ValidateSkill, cfg.Progress, cfg.Logger = validateSkill, a.progress, a.log
+	cfg.ValidateSkill, cfg.Progress, cfg.Logger, cfg.MachineLoad = validateSkill, a.progress, a.log, agentbench.LoadAvg
 	cfg.Process = fleetbench.ProcessStats{
 		Memory: func(pid int) (int64, int64, error) {
 			m, err := agentbench.ProcMemory(pid)
@@ -139,19 +136,6 @@ func (a *app) printFleet(rep *fleetbench.Report, jsonOut bool) error {
 	}
 	fmt.Fprintf(w, "machine load\t%s\n", rep.Load)
 	return w.Flush()
-}
-
-// loadAvg is /proc/loadavg's first three fields, to print next to figures.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "n/a"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "n/a"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // newBenchDevicesCmd is the child side of `bench fleet` (hidden).

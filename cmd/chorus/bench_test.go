@@ -44,6 +44,7 @@ func TestBenchFleetSmoke(t *testing.T) {
 		SQLite  map[string]any     `json:"sqlite"`
 		Errors  map[string]int64   `json:"device_errors"`
 		Enrol   map[string]float64 `json:"enrol"`
+		Load    string             `json:"machine_load"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
@@ -73,7 +74,39 @@ func TestBenchFleetSmoke(t *testing.T) {
 	if rep.SQLite["writes"] == nil || rep.Enrol["api_enrolled"] != 5 {
 		t.Errorf("sqlite %v, enrol %v", rep.SQLite, rep.Enrol)
 	}
+	if rep.Load == "" || rep.Load == "n/a" {
+		t.Errorf("machine_load %q, want /proc/loadavg's figures", rep.Load)
+	}
 	if rep.Errors["apply_errors"] != 0 || rep.Errors["client_errors"] != 0 {
 		t.Errorf("device errors: %v", rep.Errors)
+	}
+}
+
+// TestBenchAgentSmoke runs `chorus bench agent` in process with the built
+// binary as the agent: the flags reach agentbench.Run and the JSON carries
+// every key scripts/bench.sh and docs/benchmarks.md read.
+func TestBenchAgentSmoke(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	errOut := &lockedBuffer{} // the agent child writes its stderr there too
+	a := newApp(&out, errOut, func(string) string { return "" })
+	code := a.execute(ctx, []string{"bench", "agent", "--bin", chorusBin, "--skills", "2", "--discover", "3", "--idle", "0s", "--json"})
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	for _, k := range []string{"start_to_ready_ms", "agent_idle_vm_rss_mib", "agent_vm_hwm_mib", "agent_idle_rss_anon_mib",
+		"agent_idle_rss_file_mib", "skill_processes_vm_rss_mib", "rescan_discovery_ms", "rescan_bus_round_trip_ms", "machine_load", "Notes"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("%s missing from %s", k, out.String())
+		}
+	}
+	if rep["skills"] != 2.0 || rep["discovery_dirs"] != 3.0 || rep["skill_processes"] != 2.0 {
+		t.Errorf("skills %v, discovery_dirs %v, skill_processes %v; want 2, 3, 2", rep["skills"], rep["discovery_dirs"], rep["skill_processes"])
 	}
 }

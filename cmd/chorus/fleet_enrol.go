@@ -100,24 +100,11 @@ func (a *app) newFleetTokenListCmd(f *fleetFlags) *cobra.Command {
 			now := time.Now()
 			for _, tok := range ts {
 				t.row(tok.ID, strconv.Itoa(tok.Used)+"/"+strconv.Itoa(tok.Uses), fleetTime(tok.ExpiresAt),
-					tokenState(tok, now), fleetYesNo(tok.Approve), strings.Join(tok.Tags, ","))
+					tok.State(now), fleetYesNo(tok.Approve), strings.Join(tok.Tags, ","))
 			}
 			return t.flush()
 		}),
 	}
-}
-
-// tokenState is "usable", "revoked", "expired" or "used up".
-func tokenState(t fleet.JoinToken, now time.Time) string {
-	switch {
-	case !t.RevokedAt.IsZero():
-		return "revoked"
-	case !now.Before(t.ExpiresAt):
-		return "expired"
-	case t.Used >= t.Uses:
-		return "used up"
-	}
-	return "usable"
 }
 
 func (a *app) newFleetTokenRevokeCmd(f *fleetFlags) *cobra.Command {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
@@ -82,7 +83,7 @@ func fleetReadArchive(path string) ([]byte, error) {
 		}
 		// Checked here first, as `chorus skill pack` does: the error names
 		// this directory, which the gateway never sees.
-		if _, err := inspectPack(path, buf.Bytes()); err != nil {
+		if _, err := discovery.CheckArchive(path, buf.Bytes()); err != nil {
 			return nil, fmt.Errorf("publish %s: %w", path, err)
 		}
 		return buf.Bytes(), nil

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -97,7 +96,7 @@ func (a *app) packSkill(dir, out string) error {
 	if err != nil {
 		return err
 	}
-	s, err := inspectPack(dir, buf.Bytes())
+	s, err := discovery.CheckArchive(dir, buf.Bytes())
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", dir, err)
 	}
@@ -111,41 +110,6 @@ func (a *app) packSkill(dir, out string) error {
 	return nil
 }
 
-// inspectPack unpacks the archive into a temporary root and runs the
-// agent's discovery over it, as the gateway and the installer will: it must
-// hold exactly one valid skill. The directory keeps dir's name, which is
-// the skill's id when SKILL.md declares no name.
-func inspectPack(dir string, archive []byte) (discovery.Skill, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return discovery.Skill{}, err
-	}
-	root, err := os.MkdirTemp("", "chorus-pack-*")
-	if err != nil {
-		return discovery.Skill{}, err
-	}
-	defer os.RemoveAll(root)
-	if err := artifact.Unpack(bytes.NewReader(archive), filepath.Join(root, filepath.Base(abs)), artifact.DefaultLimits()); err != nil {
-		return discovery.Skill{}, err
-	}
-	cat, err := discovery.Discover(discovery.Config{Installed: root})
-	if err != nil {
-		return discovery.Skill{}, err
-	}
-	if p := cat.Problems(); len(p) > 0 {
-		return discovery.Skill{}, fmt.Errorf("not a valid skill: %s", p[0])
-	}
-	entries := cat.Entries()
-	switch {
-	case len(entries) != 1:
-		return discovery.Skill{}, fmt.Errorf("not a skill directory: no SKILL.md in %s (a skill is a directory holding a SKILL.md that names it and its exec; docs/skills.md)", abs)
-	case !entries[0].Valid:
-		return discovery.Skill{}, fmt.Errorf("invalid skill %s: %s", entries[0].ID, entries[0].Invalid)
-	}
-	return entries[0], nil
-}
-
-// packFileName keeps a declared id or version from naming another directory.
 func packFileName(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r < ' ' {

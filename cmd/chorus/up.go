@@ -6,14 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/agent"
 	"github.com/chorus-edge/chorus/fleet/gatewayd"
+	"github.com/chorus-edge/chorus/gateway/topic"
 )
 
 func (a *app) newUpCmd() *cobra.Command {
@@ -101,17 +100,8 @@ func exampleSkills(dataDir string) (string, error) {
 	return configs.ExtractExamples(filepath.Join(dataDir, "examples"))
 }
 
-var notID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// hostDeviceID turns the host name into a valid device id.
+// hostDeviceID is the host name as a device id (topic.DeviceIDFrom).
 func hostDeviceID() string {
 	h, _ := os.Hostname()
-	id := strings.Trim(notID.ReplaceAllString(h, "-"), "-.")
-	if len(id) > 64 {
-		id = id[:64]
-	}
-	if id == "" || id == "gateway" {
-		id = "local"
-	}
-	return id
+	return topic.DeviceIDFrom(h)
 }

@@ -1,6 +1,11 @@
 // Package agentbench measures the agent's footprint for `chorus bench
-// agent`: it lays out trees of trivial skills, times discovery over them,
-// and reads a process's memory and CPU time, and its children's, from /proc.
+// agent`: Run starts `chorus agent` as a child (AgentCommand, injected by
+// cmd/chorus) with trivial skills against a broker in this process and
+// reports start to ready, discovery and rescan times and idle memory;
+// RunOVOS does the same for runtime ovos skills under a launcher. The
+// pieces are exported for the other benches: trees of trivial or OVOS
+// skills, discovery timing, a process's memory and CPU time and its
+// children's from /proc, and the machine's load.
 package agentbench
 
 import (
@@ -170,4 +175,19 @@ func ChildrenMemory(pid int) (n int, rssKiB int64) {
 		}
 	}
 	return n, rssKiB
+}
+
+// LoadAvg is /proc/loadavg's first three fields, printed next to every
+// figure (a figure means little without the machine's load); "n/a" when
+// it cannot be read.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -54,6 +54,9 @@ type Config struct {
 	// Process reads CPU time and memory from /proc; nil fields leave those
 	// figures out (cmd/chorus wires device/agentbench).
 	Process ProcessStats
+	// MachineLoad reads the machine's load before the run (cmd/chorus wires
+	// agentbench.LoadAvg); nil reports "n/a".
+	MachineLoad func() string
 	// Progress prints a line (stderr).
 	Progress func(format string, args ...any)
 	Logger   *slog.Logger
@@ -77,6 +80,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MachineLoad == nil {
+		c.MachineLoad = func() string { return "n/a" }
 	}
 }
 
@@ -106,13 +112,14 @@ type Report struct {
 // measured even when err is not nil.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.setDefaults()
+	load := cfg.MachineLoad() // before the run, as the other benchmarks read it
 	dir, err := TempDir()
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	rep := &Report{Devices: cfg.Devices, LocalSkills: cfg.LocalSkills, Enrol: map[string]float64{}, DeviceSide: map[string]any{},
-		statsByPhase: map[string]broker.Stats{}, rusageByPhase: map[string]syscall.Rusage{}, GoMemory: map[string]GoMem{}}
+		statsByPhase: map[string]broker.Stats{}, rusageByPhase: map[string]syscall.Rusage{}, GoMemory: map[string]GoMem{}, Load: load}
 	rep.DeviceProcess = "a child process (chorus bench fleet-devices)"
 	if cfg.DeviceProcess == nil {
 		rep.DeviceProcess = "in this process"

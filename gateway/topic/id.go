@@ -3,6 +3,7 @@ package topic
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -56,6 +57,24 @@ func ValidDeviceID(id string) error {
 		return &IDError{What: "device id", ID: id, Reason: "reserved for the gateway"}
 	}
 	return nil
+}
+
+// notIDBytes are the runs DeviceIDFrom replaces.
+var notIDBytes = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// DeviceIDFrom turns any name (a host name, for `chorus up`'s local
+// device) into an id ValidDeviceID accepts: each run of other characters
+// becomes '-', leading and trailing '-' and '.' go, and it is cut to
+// MaxIDLen; an empty or reserved result is "local".
+func DeviceIDFrom(name string) string {
+	id := strings.Trim(notIDBytes.ReplaceAllString(name, "-"), "-.")
+	if len(id) > MaxIDLen {
+		id = id[:MaxIDLen]
+	}
+	if id == "" || id == ReservedDevice {
+		id = "local"
+	}
+	return id
 }
 
 func validID(what, id string) error {

@@ -77,3 +77,28 @@ func TestValidLevelAgreesWithEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// DeviceIDFrom makes any host name a valid device id, and keeps the
+// gateway's reserved id out.
+func TestDeviceIDFrom(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"valid", "pi-kitchen", "pi-kitchen"},
+		{"spaces and symbols", "Pi Kitchen (2)!", "Pi-Kitchen-2"},
+		{"leading dots and dashes", "..-pi.", "pi"},
+		{"non-ASCII", "küche", "k-che"},
+		{"empty", "", "local"},
+		{"only symbols", "!!!", "local"},
+		{"reserved", "gateway", "local"},
+		{"too long", strings.Repeat("a", 70), strings.Repeat("a", topic.MaxIDLen)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := topic.DeviceIDFrom(tc.in)
+			if got != tc.want {
+				t.Errorf("DeviceIDFrom(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if err := topic.ValidDeviceID(got); err != nil {
+				t.Errorf("DeviceIDFrom(%q) = %q, refused: %v", tc.in, got, err)
+			}
+		})
+	}
+}
