@@ -45,7 +45,7 @@ echo "== build"
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$BIN" ./cmd/chorus
 # and the agent-only build (scripts/build.sh CHORUS_AGENT_ONLY=1) for the
 # agent's idle RSS figure.
-CGO_ENABLED=0 go build -tags chorus_agent -trimpath -ldflags="-s -w" -o "$tmp/chorus-agent" ./cmd/chorus
+CGO_ENABLED=0 go build -tags chorus_agent,nethttpomithttp2 -trimpath -ldflags="-s -w" -o "$tmp/chorus-agent" ./cmd/chorus
 # Skills run under their own uids when the agent runs as root: they must be
 # able to reach the binary (docs/install.md).
 chmod 0711 "$tmp"

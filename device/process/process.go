@@ -118,13 +118,55 @@ func (p *Process) markExited(killRest bool) {
 }
 
 // waitExitedNoReap blocks until pid has exited, leaving it a zombie.
+//
+// It waits on a pidfd (Linux 5.10+: pidfd_open with PIDFD_NONBLOCK) through
+// the runtime's poller, so a running skill costs the agent a parked
+// goroutine rather than an OS thread blocked in waitid: twenty skills were
+// twenty idle threads (docs/benchmarks.md, agent idle RSS). On a kernel
+// without pidfds it blocks a thread in waitid as before.
 func waitExitedNoReap(pid int) error {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return waitidNoReap(unix.P_PID, pid, 0)
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return waitidNoReap(unix.P_PID, pid, 0)
+	}
+	var werr error
+	err = rc.Read(func(fd uintptr) bool {
+		werr = waitidNoReap(unix.P_PIDFD, int(fd), unix.WNOHANG)
+		// errNotYet: not exited; park until the pidfd is readable, which
+		// it becomes when the process exits.
+		return !errors.Is(werr, errNotYet)
+	})
+	if err != nil {
+		return fmt.Errorf("wait on pidfd of %d: %w", pid, err)
+	}
+	return werr
+}
+
+// errNotYet is waitidNoReap's answer under WNOHANG while the process runs.
+var errNotYet = errors.New("not exited yet")
+
+// waitidNoReap runs waitid(idtype, id, WEXITED|WNOWAIT|extra), retrying
+// EINTR. Under WNOHANG it returns errNotYet when nothing has exited: the
+// kernel then reports no signal in the zeroed siginfo (waitid(2)).
+func waitidNoReap(idtype, id, extra int) error {
 	for {
 		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
+		err := unix.Waitid(idtype, id, &info, unix.WEXITED|unix.WNOWAIT|extra, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
 			return err
+		case extra&unix.WNOHANG != 0 && info.Signo == 0:
+			return errNotYet
 		}
+		return nil
 	}
 }
 

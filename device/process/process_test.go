@@ -380,3 +380,43 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+// TestRunningSkillsHoldNoThread: a skill waiting to exit parks its waiter
+// on the runtime's poller (a pidfd), not in a blocking waitid, so N running
+// skills do not cost the agent N OS threads.
+func TestRunningSkillsHoldNoThread(t *testing.T) {
+	cfg, _ := testConfig(t)
+	cfg.StopGrace = 100 * time.Millisecond
+	const n = 4
+	for i := range n {
+		s := writeSkill(t, t.TempDir(), "test.skill"+strconv.Itoa(i), "exec sleep 60\n")
+		p, err := process.NewLauncher(cfg).Start(s)
+		if err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	}
+	var waiters []string
+	waitFor(t, 5*time.Second, "the skills' exit waiters", func() bool {
+		waiters = exitWaiters()
+		return len(waiters) >= n
+	})
+	for _, w := range waiters {
+		if strings.HasPrefix(w, "goroutine ") && strings.Contains(strings.SplitN(w, "\n", 2)[0], "[syscall") {
+			t.Fatalf("an exit waiter is blocked in a system call (one thread per skill):\n%s", w)
+		}
+	}
+}
+
+// exitWaiters returns the stacks of the goroutines in waitExitedNoReap.
+func exitWaiters() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "process.waitExitedNoReap") {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -14,7 +14,7 @@ type subscription struct {
 	c      *Client
 	filter string
 	h      Handler
-	q      chan Packet
+	q      *fifo
 	stop   chan struct{}
 
 	once  sync.Once
@@ -25,7 +25,7 @@ func (c *Client) subscribe(filter string, h Handler) (func(), error) {
 	if h == nil {
 		return nil, fmt.Errorf("subscribe %s: nil handler", filter)
 	}
-	s := &subscription{c: c, filter: filter, h: h, q: make(chan Packet, c.qsize), stop: make(chan struct{})}
+	s := &subscription{c: c, filter: filter, h: h, q: newFIFO(c.qsize), stop: make(chan struct{})}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -61,9 +61,7 @@ func (s *subscription) offer(p Packet) {
 		return
 	default:
 	}
-	select {
-	case s.q <- p:
-	default:
+	if !s.q.push(p) {
 		n := s.c.stats.dropped.Add(1)
 		if logDrop(n) {
 			s.c.log.Warn("bus handler queue full, message dropped", "filter", s.filter, "topic", p.Topic, "dropped_total", n)
@@ -77,7 +75,18 @@ func (s *subscription) run() {
 		select {
 		case <-s.stop:
 			return
-		case p := <-s.q:
+		case <-s.q.ready:
+		}
+		for {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			p, ok := s.q.pop()
+			if !ok {
+				break
+			}
 			s.handle(p)
 		}
 	}
