@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
@@ -47,10 +48,11 @@ type verdictMsg struct {
 }
 
 // queueFinish hands a verdict to runFinisher, or, when none runs (a
-// Reconcile outside Start…Close), writes it at once (finish). false: it was
-// not queued (one for the execution already is, or ctx ended while the
-// queue was full: the device's next pass judges it again).
-func (c *Controller) queueFinish(ctx context.Context, e *fleet.Execution, to fleet.ExecState, reason string) bool {
+// Reconcile outside Start…Close), writes it at once (finish). A verdict of
+// an execution that has one queued already is dropped (nil). ctx's error
+// when it ended while the queue was full: nothing is queued, and the pass
+// fails, so the device is judged again after a backoff.
+func (c *Controller) queueFinish(ctx context.Context, e *fleet.Execution, to fleet.ExecState, reason string) error {
 	// Held for reading across the send so Close cannot close verdicts
 	// under it; the send waits at most for runFinisher to take a batch,
 	// which it does until verdicts is closed.
@@ -58,25 +60,25 @@ func (c *Controller) queueFinish(ctx context.Context, e *fleet.Execution, to fle
 	if !c.finOpen {
 		c.finMu.RUnlock()
 		c.finish(ctx, e, to, reason)
-		return true
+		return nil
 	}
 	defer c.finMu.RUnlock()
 	key := execKey{e.RolloutID, e.DeviceID}
 	c.pubMu.Lock()
 	if c.pendingFinish[key] {
 		c.pubMu.Unlock()
-		return false
+		return nil
 	}
 	c.pendingFinish[key] = true
 	c.pubMu.Unlock()
 	select {
 	case c.verdicts <- verdictMsg{e: e, to: to, reason: reason}:
-		return true
+		return nil
 	case <-ctx.Done():
 		c.pubMu.Lock()
 		delete(c.pendingFinish, key)
 		c.pubMu.Unlock()
-		return false
+		return fmt.Errorf("queue the verdict of rollout %d on %s: %w", e.RolloutID, e.DeviceID, ctx.Err())
 	}
 }
 

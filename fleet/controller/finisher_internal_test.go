@@ -105,8 +105,8 @@ func TestFinisherCloseWritesEveryVerdict(t *testing.T) {
 		c.pubMu.Lock()
 		c.startVer[execKey{e.RolloutID, e.DeviceID}] = 1
 		c.pubMu.Unlock()
-		if !c.queueFinish(context.Background(), e, fleet.ExecSucceeded, "") {
-			t.Fatalf("verdict of %s not queued", e.DeviceID)
+		if err := c.queueFinish(context.Background(), e, fleet.ExecSucceeded, ""); err != nil {
+			t.Fatalf("verdict of %s: %v", e.DeviceID, err)
 		}
 	}
 	c.stopFinisher()
@@ -119,8 +119,8 @@ func TestFinisherCloseWritesEveryVerdict(t *testing.T) {
 	c.stopFinisher() // idempotent
 	// Without a finisher (a Reconcile outside Start…Close) a verdict is
 	// written before queueFinish returns.
-	if !c.queueFinish(context.Background(), last, fleet.ExecSucceeded, "") {
-		t.Fatal("verdict without a finisher refused")
+	if err := c.queueFinish(context.Background(), last, fleet.ExecSucceeded, ""); err != nil {
+		t.Fatalf("verdict without a finisher: %v", err)
 	}
 	if e, err := db.GetExecution(context.Background(), last.RolloutID, last.DeviceID); err != nil || e.State != fleet.ExecSucceeded {
 		t.Fatalf("verdict without a finisher: %+v, %v; want it written at once", e, err)
@@ -129,30 +129,31 @@ func TestFinisherCloseWritesEveryVerdict(t *testing.T) {
 
 // TestFinisherQueueOnce: a second verdict of an execution whose first is
 // queued is not queued (it could say something else), and a verdict that
-// cannot be queued before its pass's context ends is forgotten, so the
-// next pass judges it again.
+// cannot be queued before its pass's context ends is forgotten and fails
+// the pass, so the device is judged again after a backoff.
 func TestFinisherQueueOnce(t *testing.T) {
 	t.Parallel()
 	c, _, es := finisherEnv(t, 3, nil)
 	// A finisher that takes nothing: a queue of two, open.
 	c.verdicts, c.finOpen = make(chan verdictMsg, 2), true
 	ctx := context.Background()
-	if !c.queueFinish(ctx, es[0], fleet.ExecSucceeded, "") {
-		t.Fatal("first verdict not queued")
+	if err := c.queueFinish(ctx, es[0], fleet.ExecSucceeded, ""); err != nil || len(c.verdicts) != 1 {
+		t.Fatalf("first verdict: %v, %d queued", err, len(c.verdicts))
 	}
-	if c.queueFinish(ctx, es[0], fleet.ExecFailed, "late") || len(c.verdicts) != 1 {
-		t.Fatalf("second verdict of the same execution queued (%d waiting)", len(c.verdicts))
+	if err := c.queueFinish(ctx, es[0], fleet.ExecFailed, "late"); err != nil || len(c.verdicts) != 1 {
+		t.Fatalf("second verdict of the same execution: %v, %d queued; want it dropped", err, len(c.verdicts))
 	}
 	if !c.finishPending(es[0]) || c.finishPending(es[1]) {
 		t.Fatal("pending marks wrong")
 	}
-	if !c.queueFinish(ctx, es[1], fleet.ExecSucceeded, "") {
-		t.Fatal("verdict of another execution not queued")
+	if err := c.queueFinish(ctx, es[1], fleet.ExecSucceeded, ""); err != nil || len(c.verdicts) != 2 {
+		t.Fatalf("verdict of another execution: %v, %d queued", err, len(c.verdicts))
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if c.queueFinish(done, es[2], fleet.ExecSucceeded, "") || c.finishPending(es[2]) {
-		t.Fatal("a verdict that found the queue full after its context ended is still pending")
+	if err := c.queueFinish(done, es[2], fleet.ExecSucceeded, ""); !errors.Is(err, context.Canceled) || c.finishPending(es[2]) {
+		t.Fatalf("a verdict that found the queue full after its context ended: %v, pending %v; want the context's error and not pending",
+			err, c.finishPending(es[2]))
 	}
 }
 
@@ -165,8 +166,8 @@ func TestFinisherFailedBatchJudgedAgain(t *testing.T) {
 	c, db, es := finisherEnv(t, 3, func(s Store) Store { return failingMoves{s} })
 	c.startFinisher()
 	for _, e := range es {
-		if !c.queueFinish(context.Background(), e, fleet.ExecSucceeded, "") {
-			t.Fatalf("verdict of %s not queued", e.DeviceID)
+		if err := c.queueFinish(context.Background(), e, fleet.ExecSucceeded, ""); err != nil {
+			t.Fatalf("verdict of %s: %v", e.DeviceID, err)
 		}
 	}
 	c.stopFinisher()

@@ -220,7 +220,9 @@ func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desir
 			return err
 		}
 		if to, reason, done := verdict(r, doc, rep, c.startVersion(e, doc)); done {
-			c.queueFinish(ctx, e, to, reason) // written in a batch (finisher.go)
+			if err := c.queueFinish(ctx, e, to, reason); err != nil { // written in a batch (finisher.go)
+				return err
+			}
 		}
 	}
 	return nil
