@@ -315,6 +315,20 @@ type RolloutService interface {
 	// that is gone gets ErrNotFound in its ExecStarted and changes nothing;
 	// any other error changes nothing at all.
 	StartExecutions(ctx context.Context, starts []ExecStart) ([]ExecStarted, error)
+	// TransitionExecutions applies moves in one transaction, each as
+	// TransitionExecution would. A move the state machine refuses, or of an
+	// execution that is gone, is that move's error in the result (EINVALID,
+	// ENOTFOUND) and changes nothing; any other error changes nothing at
+	// all (the returned error, the result nil).
+	TransitionExecutions(ctx context.Context, moves []ExecMove) ([]error, error)
+}
+
+// ExecMove is one execution state change of TransitionExecutions.
+type ExecMove struct {
+	RolloutID int64
+	DeviceID  string
+	To        ExecState
+	Reason    string
 }
 
 // ExecStart is one execution to start and the device assignment it puts

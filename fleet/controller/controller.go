@@ -182,6 +182,14 @@ type Controller struct {
 	waiting   map[string]bool         // devices with queued executions the engine last saw
 	rollouts  map[int64]rolloutKey    // rollout -> its immutable fields (judge's cache)
 	rateHeld  map[int64]int           // rollout -> start rate that held executions back in the last pass
+	// pendingFinish holds the executions whose verdict waits in verdicts
+	// for runFinisher (finisher.go).
+	pendingFinish map[execKey]bool
+
+	finMu        sync.RWMutex    // guards finOpen and the closing of verdicts (finisher.go)
+	finOpen      bool            // runFinisher runs and verdicts is open
+	verdicts     chan verdictMsg // judged executions for runFinisher; closed by Close after the workers exited
+	finisherDone chan struct{}   // closed when runFinisher has written everything and returned
 
 	nextTimeout map[int64]time.Time   // rollout -> earliest deadline of its in-progress executions (engine goroutine only)
 	inProgress  map[execKey]progress  // execution -> when the engine saw it in progress (engine goroutine only)
@@ -226,6 +234,8 @@ func New(cfg Config) (*Controller, error) {
 		waiting:   map[string]bool{},
 		rollouts:  map[int64]rolloutKey{},
 		rateHeld:  map[int64]int{},
+
+		pendingFinish: map[execKey]bool{},
 
 		nextTimeout: map[int64]time.Time{},
 		inProgress:  map[execKey]progress{},
@@ -272,6 +282,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("start fleet controller: %w", err)
 	}
 	c.goRun(c.runInbox)
+	// Not in c.wg: it runs until Close closed verdicts after every worker
+	// (its only producers) exited, and then drains it.
+	c.startFinisher()
 	for range c.cfg.Workers {
 		c.goRun(c.runWorker)
 	}
@@ -324,6 +337,7 @@ func (c *Controller) Close() error {
 		c.inbox.shutDown()
 		c.stopRelay()
 		c.wg.Wait()
+		c.stopFinisher() // every queued verdict written (finisher.go)
 	})
 	return nil
 }

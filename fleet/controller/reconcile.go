@@ -205,18 +205,24 @@ func toWire(d fleet.Desired) (desired.Doc, error) {
 //     skill is absent (or no longer fleet-managed).
 //
 // A device that has not caught up yet is left alone; the engine times it out.
+// The verdicts are written by runFinisher, batched (finisher.go).
 func (c *Controller) judge(ctx context.Context, d *fleet.Device, doc fleet.Desired, rep state.Skills) error {
 	execs, err := c.store.ListExecutions(ctx, fleet.ExecutionFilter{DeviceID: d.ID, States: []fleet.ExecState{fleet.ExecInProgress}})
 	if err != nil {
 		return err
 	}
 	for _, e := range execs {
+		if c.finishPending(e) {
+			continue // judged by an earlier pass; its verdict is being written
+		}
 		r, err := c.rolloutFor(ctx, e.RolloutID)
 		if err != nil {
 			return err
 		}
 		if to, reason, done := verdict(r, doc, rep, c.startVersion(e, doc)); done {
-			c.finish(ctx, e, to, reason)
+			if err := c.queueFinish(ctx, e, to, reason); err != nil { // written in a batch (finisher.go)
+				return err
+			}
 		}
 	}
 	return nil
