@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
@@ -130,9 +131,13 @@ type MQTT struct {
 	cm   *autopaho.ConnectionManager
 	disp *dispatcher
 
-	ctx       context.Context // cancelled by Close
-	cancel    context.CancelFunc
-	drain     context.Context // cancelled by Drain: publishes stop waiting for a connection
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	drain  context.Context // cancelled by Drain: publishes stop waiting for a connection
+	// up is true from autopaho's OnConnectionUp to its OnConnectionDown: a
+	// drained publish uses the connection while it is up and fails at once
+	// while it is not.
+	up        atomic.Bool
 	stopWait  context.CancelFunc
 	ups       chan struct{} // connection-up signals, coalesced
 	ready     chan struct{} // closed after the first connection's restore and OnConnect
@@ -239,7 +244,7 @@ func (m *MQTT) clientConfig() autopaho.ClientConfig {
 		ReconnectBackoff:              exp, // attempt 0 waits 0
 		ConnectTimeout:                defaultConnectTimeout,
 		ConnectUsername:               c.Username,
-		OnConnectionUp:                func(*autopaho.ConnectionManager, *paho.Connack) { m.reached(); m.signalUp() },
+		OnConnectionUp:                func(*autopaho.ConnectionManager, *paho.Connack) { m.up.Store(true); m.reached(); m.signalUp() },
 		OnConnectionDown:              m.onDown,
 		OnConnectError:                m.onConnectError,
 		ClientConfig: paho.ClientConfig{
@@ -295,6 +300,7 @@ func (m *MQTT) signalUp() {
 }
 
 func (m *MQTT) onDown() bool {
+	m.up.Store(false)
 	select {
 	case <-m.ctx.Done():
 	default:

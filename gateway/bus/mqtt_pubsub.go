@@ -45,8 +45,19 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 	}
 }
 
-// awaitConnection waits for a connection until ctx ends or Drain.
+// awaitConnection waits for a connection until ctx ends or Drain. Once
+// drained it never waits: a connection that is up is used, and none is
+// ErrNotConnected. (Waiting on a context already cancelled by the drain
+// raced the connection's own readiness in paho's select, so a drained
+// publish over a live connection failed at random: the agent's offline
+// goodbye was lost now and then.)
 func (m *MQTT) awaitConnection(ctx context.Context) error {
+	if m.drain.Err() != nil {
+		if !m.up.Load() {
+			return ErrNotConnected
+		}
+		return nil // cm.Publish says ConnectionDownError if it dropped just now
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(m.drain, cancel)
