@@ -410,9 +410,13 @@ func (cl *Client) ClearExpiredInflights(now, maximumExpiry int64) []uint16 {
 
 // Read reads incoming packets from the connected client and transforms them into
 // packets to be handled by the packetHandler.
+//
+// Read waits for the next packet in a small frame and reads and handles
+// each packet in handlePacket, whose frame (a packets.Packet and the
+// handler's calls) is gone again while Read waits: an idle connection's
+// goroutine then uses little of its stack, and the garbage collector can
+// shrink a stack that handling a packet grew (attachClient).
 func (cl *Client) Read(packetHandler ReadFn) error {
-	var err error
-
 	for {
 		if cl.Closed() {
 			return nil
@@ -420,21 +424,28 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 
 		cl.refreshDeadline(cl.State.Keepalive)
 		fh := new(packets.FixedHeader)
-		err = cl.ReadFixedHeader(fh)
-		if err != nil {
+		if err := cl.ReadFixedHeader(fh); err != nil {
 			return err
 		}
 
-		pk, err := cl.ReadPacket(fh)
-		if err != nil {
-			return err
-		}
-
-		err = packetHandler(cl, pk) // Process inbound packet.
-		if err != nil {
+		if err := cl.handlePacket(fh, packetHandler); err != nil {
 			return err
 		}
 	}
+}
+
+// handlePacket reads the rest of the packet fh heads and passes it to
+// packetHandler. It is never inlined, so that its frame is not part of
+// Read's (Read).
+//
+//go:noinline
+func (cl *Client) handlePacket(fh *packets.FixedHeader, packetHandler ReadFn) error {
+	pk, err := cl.ReadPacket(fh)
+	if err != nil {
+		return err
+	}
+
+	return packetHandler(cl, pk) // Process inbound packet.
 }
 
 // Stop instructs the client to shut down all processing goroutines and disconnect.

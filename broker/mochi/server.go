@@ -425,19 +425,48 @@ func (s *Server) EstablishConnection(listener string, c net.Conn) error {
 
 // attachClient validates an incoming client connection and if viable, attaches the client
 // to the server, performs session housekeeping, and reads incoming packets.
+//
+// The connection's goroutine spends almost all of its life parked in
+// cl.Read waiting for the next packet, with the frames of its callers
+// below it. Those frames are kept small (the connect handshake, with its
+// packets.Packet values, runs in connectClient and returns before Read is
+// called), so that an idle connection's stack uses little and the garbage
+// collector can shrink it after a packet's handling grew it (the runtime
+// halves a stack when less than a quarter of it is in use).
 func (s *Server) attachClient(cl *Client, listener string) error {
 	defer s.Listeners.ClientsWg.Done()
 	s.Listeners.ClientsWg.Add(1)
 
 	// The write loop starts once the CONNACK and the resumed session's
-	// in-flight messages are written (below): nothing queued for the client
-	// may reach it before them [MQTT-3.2.0-1], and a resumed session is
+	// in-flight messages are written (connectClient): nothing queued for the
+	// client may reach it before them [MQTT-3.2.0-1], and a resumed session is
 	// delivered in the order it was published.
 	defer cl.Stop(nil)
 
+	counted, err := s.connectClient(cl, listener)
+	if counted {
+		defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
+	}
+	if err != nil {
+		return err
+	}
+
+	err = cl.Read(s.receivePacket)
+	s.detachClient(cl, listener, err)
+	return err
+}
+
+// connectClient reads and answers the client's CONNECT, establishes its
+// session and starts its writes. counted reports whether the client was
+// counted in Info.ClientsConnected (the caller uncounts it when it leaves).
+// It is never inlined: its frame must not stay below the connection's Read
+// (attachClient).
+//
+//go:noinline
+func (s *Server) connectClient(cl *Client, listener string) (counted bool, err error) {
 	pk, err := s.readConnectionPacket(cl)
 	if err != nil {
-		return fmt.Errorf("read connection: %w", err)
+		return false, fmt.Errorf("read connection: %w", err)
 	}
 
 	cl.ParseConnect(listener, pk)
@@ -448,34 +477,33 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 			s.SendConnack(cl, packets.ErrServerBusy, false, nil)
 		}
 
-		return packets.ErrServerBusy
+		return false, packets.ErrServerBusy
 	}
 
 	code := s.validateConnect(cl, pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
 	if code != packets.CodeSuccess {
 		if err := s.SendConnack(cl, code, false, nil); err != nil {
-			return fmt.Errorf("invalid connection send ack: %w", err)
+			return false, fmt.Errorf("invalid connection send ack: %w", err)
 		}
-		return code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
+		return false, code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
 	}
 
 	err = s.hooks.OnConnect(cl, pk)
 	if err != nil {
-		return err
+		return false, err
 	}
 
 	cl.refreshDeadline(cl.State.Keepalive)
 	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
 		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
 		if err != nil {
-			return fmt.Errorf("invalid connection send ack: %w", err)
+			return false, fmt.Errorf("invalid connection send ack: %w", err)
 		}
 
-		return packets.ErrBadUsernameOrPassword
+		return false, packets.ErrBadUsernameOrPassword
 	}
 
 	atomic.AddInt64(&s.Info.ClientsConnected, 1)
-	defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
 
 	s.hooks.OnSessionEstablish(cl, pk)
 
@@ -494,7 +522,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 
 	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
 	if err != nil {
-		return fmt.Errorf("ack connection packet: %w", err)
+		return true, fmt.Errorf("ack connection packet: %w", err)
 	}
 
 	s.cancelDelayedWill(cl.ID) // [MQTT-3.1.3-9]
@@ -502,14 +530,18 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	if sessionPresent {
 		err = cl.resendInflight(resend)
 		if err != nil {
-			return fmt.Errorf("resend inflight: %w", err)
+			return true, fmt.Errorf("resend inflight: %w", err)
 		}
 	}
 	cl.startWrites()
 
 	s.hooks.OnSessionEstablished(cl, pk)
+	return true, nil
+}
 
-	err = cl.Read(s.receivePacket)
+// detachClient ends a connection whose Read returned err: the Will, the
+// disconnect hook, and a clean session's removal.
+func (s *Server) detachClient(cl *Client, listener string, err error) {
 	if err != nil {
 		s.sendLWT(cl)
 		cl.Stop(err)
@@ -526,8 +558,6 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		s.UnsubscribeClient(cl)
 		s.Clients.Delete(cl.ID) // [MQTT-4.1.0-2] ![MQTT-3.1.2-23]
 	}
-
-	return err
 }
 
 // readConnectionPacket reads the first incoming header for a connection, and if
