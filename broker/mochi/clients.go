@@ -5,7 +5,6 @@
 package mqtt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -121,7 +120,7 @@ type Client struct {
 // ClientConnection contains the connection transport and metadata for the client.
 type ClientConnection struct {
 	Conn     net.Conn      // the net.Conn used to establish the connection
-	bconn    *bufio.Reader // a buffered net.Conn for reading packets
+	bconn    *packetReader // reads packets from Conn, through a buffer held only while there are bytes to read
 	outbuf   *bytes.Buffer // a buffer for writing packets
 	Remote   string        // the remote address of the client
 	Listener string        // listener id of the client
@@ -188,9 +187,13 @@ func newClient(c net.Conn, o *ops) *Client {
 	}
 
 	if c != nil {
+		pool := o.readBuffers
+		if pool == nil {
+			pool = newReadBufferPool(o.options.ClientNetReadBufferSize)
+		}
 		cl.Net = ClientConnection{
 			Conn:   c,
-			bconn:  bufio.NewReaderSize(c, o.options.ClientNetReadBufferSize),
+			bconn:  newPacketReader(c, pool),
 			Remote: c.RemoteAddr().String(),
 		}
 	}
@@ -444,6 +447,7 @@ func (cl *Client) handlePacket(fh *packets.FixedHeader, packetHandler ReadFn) er
 	if err != nil {
 		return err
 	}
+	cl.Net.bconn.release() // the packet is read into its own bytes
 
 	return packetHandler(cl, pk) // Process inbound packet.
 }

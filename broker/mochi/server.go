@@ -165,6 +165,7 @@ type Server struct {
 	Log          *slog.Logger         // minimal no-alloc logger
 	hooks        *Hooks               // hooks contains hooks for extra functionality such as auth and persistent storage
 	inlineClient *Client              // inlineClient is a special client used for inline subscriptions and inline Publish
+	readBuffers  *sync.Pool           // clients' read buffers, held only while a client has bytes to read (packetReader)
 }
 
 // loop contains interval tickers for the system events loop.
@@ -184,6 +185,8 @@ type ops struct {
 	info    *system.Info // pointers to server system info
 	hooks   *Hooks       // pointer to the server hooks
 	log     *slog.Logger // a structured logger for the client
+
+	readBuffers *sync.Pool // the server's pool of read buffers (packetReader); nil: the client's own
 }
 
 // New returns a new instance of mochi mqtt broker. Optional parameters
@@ -217,6 +220,7 @@ func New(opts *Options) *Server {
 		hooks: &Hooks{
 			Log: opts.Logger,
 		},
+		readBuffers: newReadBufferPool(opts.ClientNetReadBufferSize),
 	}
 
 	if s.Options.InlineClient {
@@ -263,10 +267,11 @@ func (o *Options) ensureDefaults() {
 // topic validation checks.
 func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) *Client {
 	cl := newClient(c, &ops{ // [MQTT-3.1.2-6] implicit
-		options: s.Options,
-		info:    s.Info,
-		hooks:   s.hooks,
-		log:     s.Log,
+		options:     s.Options,
+		info:        s.Info,
+		hooks:       s.hooks,
+		log:         s.Log,
+		readBuffers: s.readBuffers,
 	})
 
 	cl.ID = id
@@ -468,6 +473,7 @@ func (s *Server) connectClient(cl *Client, listener string) (counted bool, err e
 	if err != nil {
 		return false, fmt.Errorf("read connection: %w", err)
 	}
+	cl.Net.bconn.release()
 
 	cl.ParseConnect(listener, pk)
 	if atomic.LoadInt64(&s.Info.ClientsConnected) >= s.Options.Capabilities.MaximumClients {

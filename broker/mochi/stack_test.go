@@ -24,6 +24,7 @@ import (
 // frames below Read while it waits for a packet are small (attachClient,
 // Client.Read). Before, the handshake's and the packet's frames stayed on
 // the stack (about 5.5 KiB), so a stack could not shrink below 16 KiB.
+// It also checks that no idle client holds a read buffer (packetReader).
 func TestIdleConnectionStacksShrink(t *testing.T) {
 	const clients = 200
 	s := New(&Options{Logger: logger})
@@ -63,6 +64,12 @@ func TestIdleConnectionStacksShrink(t *testing.T) {
 		conns = append(conns, c)
 		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
 		exerciseClient(t, c, "c"+strconv.Itoa(i))
+	}
+
+	for _, cl := range s.Clients.GetAll() {
+		if cl.Net.bconn != nil { // not the inline client
+			require.Nilf(t, cl.Net.bconn.br, "%s is idle and holds a read buffer (packetReader)", cl.ID)
+		}
 	}
 
 	var perClient int64
