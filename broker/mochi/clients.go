@@ -5,7 +5,6 @@
 package mqtt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -121,7 +120,7 @@ type Client struct {
 // ClientConnection contains the connection transport and metadata for the client.
 type ClientConnection struct {
 	Conn     net.Conn      // the net.Conn used to establish the connection
-	bconn    *bufio.Reader // a buffered net.Conn for reading packets
+	bconn    *packetReader // reads packets from Conn, through a buffer held only while there are bytes to read
 	outbuf   *bytes.Buffer // a buffer for writing packets
 	Remote   string        // the remote address of the client
 	Listener string        // listener id of the client
@@ -188,9 +187,13 @@ func newClient(c net.Conn, o *ops) *Client {
 	}
 
 	if c != nil {
+		pool := o.readBuffers
+		if pool == nil {
+			pool = newReadBufferPool(o.options.ClientNetReadBufferSize)
+		}
 		cl.Net = ClientConnection{
 			Conn:   c,
-			bconn:  bufio.NewReaderSize(c, o.options.ClientNetReadBufferSize),
+			bconn:  newPacketReader(c, pool),
 			Remote: c.RemoteAddr().String(),
 		}
 	}
@@ -410,9 +413,13 @@ func (cl *Client) ClearExpiredInflights(now, maximumExpiry int64) []uint16 {
 
 // Read reads incoming packets from the connected client and transforms them into
 // packets to be handled by the packetHandler.
+//
+// Read waits for the next packet in a small frame and reads and handles
+// each packet in handlePacket, whose frame (a packets.Packet and the
+// handler's calls) is gone again while Read waits: an idle connection's
+// goroutine then uses little of its stack, and the garbage collector can
+// shrink a stack that handling a packet grew (attachClient).
 func (cl *Client) Read(packetHandler ReadFn) error {
-	var err error
-
 	for {
 		if cl.Closed() {
 			return nil
@@ -420,21 +427,29 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 
 		cl.refreshDeadline(cl.State.Keepalive)
 		fh := new(packets.FixedHeader)
-		err = cl.ReadFixedHeader(fh)
-		if err != nil {
+		if err := cl.ReadFixedHeader(fh); err != nil {
 			return err
 		}
 
-		pk, err := cl.ReadPacket(fh)
-		if err != nil {
-			return err
-		}
-
-		err = packetHandler(cl, pk) // Process inbound packet.
-		if err != nil {
+		if err := cl.handlePacket(fh, packetHandler); err != nil {
 			return err
 		}
 	}
+}
+
+// handlePacket reads the rest of the packet fh heads and passes it to
+// packetHandler. It is never inlined, so that its frame is not part of
+// Read's (Read).
+//
+//go:noinline
+func (cl *Client) handlePacket(fh *packets.FixedHeader, packetHandler ReadFn) error {
+	pk, err := cl.ReadPacket(fh)
+	if err != nil {
+		return err
+	}
+	cl.Net.bconn.release() // the packet is read into its own bytes
+
+	return packetHandler(cl, pk) // Process inbound packet.
 }
 
 // Stop instructs the client to shut down all processing goroutines and disconnect.

@@ -165,6 +165,7 @@ type Server struct {
 	Log          *slog.Logger         // minimal no-alloc logger
 	hooks        *Hooks               // hooks contains hooks for extra functionality such as auth and persistent storage
 	inlineClient *Client              // inlineClient is a special client used for inline subscriptions and inline Publish
+	readBuffers  *sync.Pool           // clients' read buffers, held only while a client has bytes to read (packetReader)
 }
 
 // loop contains interval tickers for the system events loop.
@@ -184,6 +185,8 @@ type ops struct {
 	info    *system.Info // pointers to server system info
 	hooks   *Hooks       // pointer to the server hooks
 	log     *slog.Logger // a structured logger for the client
+
+	readBuffers *sync.Pool // the server's pool of read buffers (packetReader); nil: the client's own
 }
 
 // New returns a new instance of mochi mqtt broker. Optional parameters
@@ -217,6 +220,7 @@ func New(opts *Options) *Server {
 		hooks: &Hooks{
 			Log: opts.Logger,
 		},
+		readBuffers: newReadBufferPool(opts.ClientNetReadBufferSize),
 	}
 
 	if s.Options.InlineClient {
@@ -263,10 +267,11 @@ func (o *Options) ensureDefaults() {
 // topic validation checks.
 func (s *Server) NewClient(c net.Conn, listener string, id string, inline bool) *Client {
 	cl := newClient(c, &ops{ // [MQTT-3.1.2-6] implicit
-		options: s.Options,
-		info:    s.Info,
-		hooks:   s.hooks,
-		log:     s.Log,
+		options:     s.Options,
+		info:        s.Info,
+		hooks:       s.hooks,
+		log:         s.Log,
+		readBuffers: s.readBuffers,
 	})
 
 	cl.ID = id
@@ -425,20 +430,50 @@ func (s *Server) EstablishConnection(listener string, c net.Conn) error {
 
 // attachClient validates an incoming client connection and if viable, attaches the client
 // to the server, performs session housekeeping, and reads incoming packets.
+//
+// The connection's goroutine spends almost all of its life parked in
+// cl.Read waiting for the next packet, with the frames of its callers
+// below it. Those frames are kept small (the connect handshake, with its
+// packets.Packet values, runs in connectClient and returns before Read is
+// called), so that an idle connection's stack uses little and the garbage
+// collector can shrink it after a packet's handling grew it (the runtime
+// halves a stack when less than a quarter of it is in use).
 func (s *Server) attachClient(cl *Client, listener string) error {
 	defer s.Listeners.ClientsWg.Done()
 	s.Listeners.ClientsWg.Add(1)
 
 	// The write loop starts once the CONNACK and the resumed session's
-	// in-flight messages are written (below): nothing queued for the client
-	// may reach it before them [MQTT-3.2.0-1], and a resumed session is
+	// in-flight messages are written (connectClient): nothing queued for the
+	// client may reach it before them [MQTT-3.2.0-1], and a resumed session is
 	// delivered in the order it was published.
 	defer cl.Stop(nil)
 
+	counted, err := s.connectClient(cl, listener)
+	if counted {
+		defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
+	}
+	if err != nil {
+		return err
+	}
+
+	err = cl.Read(s.receivePacket)
+	s.detachClient(cl, listener, err)
+	return err
+}
+
+// connectClient reads and answers the client's CONNECT, establishes its
+// session and starts its writes. counted reports whether the client was
+// counted in Info.ClientsConnected (the caller uncounts it when it leaves).
+// It is never inlined: its frame must not stay below the connection's Read
+// (attachClient).
+//
+//go:noinline
+func (s *Server) connectClient(cl *Client, listener string) (counted bool, err error) {
 	pk, err := s.readConnectionPacket(cl)
 	if err != nil {
-		return fmt.Errorf("read connection: %w", err)
+		return false, fmt.Errorf("read connection: %w", err)
 	}
+	cl.Net.bconn.release()
 
 	cl.ParseConnect(listener, pk)
 	if atomic.LoadInt64(&s.Info.ClientsConnected) >= s.Options.Capabilities.MaximumClients {
@@ -448,34 +483,33 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 			s.SendConnack(cl, packets.ErrServerBusy, false, nil)
 		}
 
-		return packets.ErrServerBusy
+		return false, packets.ErrServerBusy
 	}
 
 	code := s.validateConnect(cl, pk) // [MQTT-3.1.4-1] [MQTT-3.1.4-2]
 	if code != packets.CodeSuccess {
 		if err := s.SendConnack(cl, code, false, nil); err != nil {
-			return fmt.Errorf("invalid connection send ack: %w", err)
+			return false, fmt.Errorf("invalid connection send ack: %w", err)
 		}
-		return code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
+		return false, code // [MQTT-3.2.2-7] [MQTT-3.1.4-6]
 	}
 
 	err = s.hooks.OnConnect(cl, pk)
 	if err != nil {
-		return err
+		return false, err
 	}
 
 	cl.refreshDeadline(cl.State.Keepalive)
 	if !s.hooks.OnConnectAuthenticate(cl, pk) { // [MQTT-3.1.4-2]
 		err := s.SendConnack(cl, packets.ErrBadUsernameOrPassword, false, nil)
 		if err != nil {
-			return fmt.Errorf("invalid connection send ack: %w", err)
+			return false, fmt.Errorf("invalid connection send ack: %w", err)
 		}
 
-		return packets.ErrBadUsernameOrPassword
+		return false, packets.ErrBadUsernameOrPassword
 	}
 
 	atomic.AddInt64(&s.Info.ClientsConnected, 1)
-	defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
 
 	s.hooks.OnSessionEstablish(cl, pk)
 
@@ -494,7 +528,7 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 
 	err = s.SendConnack(cl, code, sessionPresent, nil) // [MQTT-3.1.4-5] [MQTT-3.2.0-1] [MQTT-3.2.0-2] &[MQTT-3.14.0-1]
 	if err != nil {
-		return fmt.Errorf("ack connection packet: %w", err)
+		return true, fmt.Errorf("ack connection packet: %w", err)
 	}
 
 	s.cancelDelayedWill(cl.ID) // [MQTT-3.1.3-9]
@@ -502,14 +536,18 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 	if sessionPresent {
 		err = cl.resendInflight(resend)
 		if err != nil {
-			return fmt.Errorf("resend inflight: %w", err)
+			return true, fmt.Errorf("resend inflight: %w", err)
 		}
 	}
 	cl.startWrites()
 
 	s.hooks.OnSessionEstablished(cl, pk)
+	return true, nil
+}
 
-	err = cl.Read(s.receivePacket)
+// detachClient ends a connection whose Read returned err: the Will, the
+// disconnect hook, and a clean session's removal.
+func (s *Server) detachClient(cl *Client, listener string, err error) {
 	if err != nil {
 		s.sendLWT(cl)
 		cl.Stop(err)
@@ -526,8 +564,6 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 		s.UnsubscribeClient(cl)
 		s.Clients.Delete(cl.ID) // [MQTT-4.1.0-2] ![MQTT-3.1.2-23]
 	}
-
-	return err
 }
 
 // readConnectionPacket reads the first incoming header for a connection, and if

@@ -1089,3 +1089,31 @@ func TestScanMessagesConcurrentWithRetain(t *testing.T) {
 	}
 	<-done
 }
+
+// TestParticlesMakeTheirMapsOnFirstAdd: the particles of a retained topic
+// hold no maps until something is added to them, and a subscription, a
+// shared one, an inline one and a child particle added later are found.
+func TestParticlesMakeTheirMapsOnFirstAdd(t *testing.T) {
+	index := NewTopicsIndex()
+	index.RetainMessage(packets.Packet{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: "a/b/c", Payload: []byte("x")})
+	leaf := index.seek("a/b/c", 0)
+	require.NotNil(t, leaf)
+	require.Nil(t, leaf.particles.internal)
+	require.Nil(t, leaf.subscriptions.internal)
+	require.Nil(t, leaf.shared.internal)
+	require.Nil(t, leaf.inlineSubscriptions.internal)
+	require.Equal(t, 0, leaf.subscriptions.Len())
+	require.Empty(t, index.Subscribers("a/b/c").Subscriptions)
+
+	require.True(t, index.Subscribe("cl1", packets.Subscription{Filter: "a/b/c"}))
+	require.True(t, index.Subscribe("cl2", packets.Subscription{Filter: "$share/g/a/b/c"}))
+	index.InlineSubscribe(InlineSubscription{Subscription: packets.Subscription{Filter: "a/b/c", Identifier: 1}})
+	require.True(t, index.Subscribe("cl3", packets.Subscription{Filter: "a/b/c/d"}))
+
+	got := index.Subscribers("a/b/c")
+	require.Contains(t, got.Subscriptions, "cl1")
+	require.Len(t, got.Shared, 1)
+	require.Len(t, got.InlineSubscriptions, 1)
+	require.Contains(t, index.Subscribers("a/b/c/d").Subscriptions, "cl3")
+	require.Equal(t, []packets.Packet{{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: "a/b/c", Payload: []byte("x")}}, index.Messages("a/b/c"))
+}

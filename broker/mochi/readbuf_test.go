@@ -1,0 +1,86 @@
+package mqtt
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPacketReaderHoldsABufferOnlyWhileBytesWait reads packets (here: a
+// type byte, a one-byte length and the body, as ReadFixedHeader and
+// ReadPacket do) and checks the bytes read and when the reader holds a
+// buffer: not while idle, kept while the next packet's bytes are buffered.
+func TestPacketReaderHoldsABufferOnlyWhileBytesWait(t *testing.T) {
+	big := bytes.Repeat([]byte{'x'}, 100) // larger than the 16-byte buffer
+	tests := []struct {
+		name    string
+		stream  [][]byte // what the peer sends, each a separate write
+		packets [][]byte // the bodies to read, in order
+		holding []bool   // whether a buffer is held after each packet's release
+	}{
+		{
+			name:    "one packet",
+			stream:  [][]byte{{0x30, 3, 'a', 'b', 'c'}},
+			packets: [][]byte{[]byte("abc")},
+			holding: []bool{false},
+		},
+		{
+			name:    "two packets in one write: the buffer stays for the second",
+			stream:  [][]byte{{0x30, 1, 'a', 0x30, 2, 'b', 'c'}},
+			packets: [][]byte{[]byte("a"), []byte("bc")},
+			holding: []bool{true, false},
+		},
+		{
+			name:    "a packet larger than the buffer",
+			stream:  [][]byte{append([]byte{0x30, 100}, big...)},
+			packets: [][]byte{big},
+			holding: []bool{false},
+		},
+		{
+			name:    "packets in separate writes",
+			stream:  [][]byte{{0x30, 1, 'a'}, {0x30, 1, 'b'}},
+			packets: [][]byte{[]byte("a"), []byte("b")},
+			holding: []bool{false, false},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newPacketReader(&writes{chunks: tt.stream}, newReadBufferPool(16))
+			require.Nil(t, r.br, "a new reader holds no buffer")
+			for i, want := range tt.packets {
+				typ, err := r.ReadByte()
+				require.NoError(t, err)
+				require.Equal(t, byte(0x30), typ, "packet %d: type byte", i)
+				n, err := r.ReadByte()
+				require.NoError(t, err)
+				got := make([]byte, n)
+				_, err = io.ReadFull(r, got)
+				require.NoError(t, err)
+				require.Equal(t, want, got, "packet %d", i)
+				r.release()
+				require.Equal(t, tt.holding[i], r.br != nil, "packet %d: holding a buffer", i)
+			}
+			_, err := r.ReadByte()
+			require.ErrorIs(t, err, io.EOF)
+			require.Nil(t, r.br, "a reader at the end holds no buffer")
+		})
+	}
+}
+
+// writes returns its chunks one per Read call (as a socket returns what
+// one write sent), then io.EOF.
+type writes struct{ chunks [][]byte }
+
+func (w *writes) Read(p []byte) (int, error) {
+	if len(w.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, w.chunks[0])
+	w.chunks[0] = w.chunks[0][n:]
+	if len(w.chunks[0]) == 0 {
+		w.chunks = w.chunks[1:]
+	}
+	return n, nil
+}

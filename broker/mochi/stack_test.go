@@ -1,0 +1,146 @@
+package mqtt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/stretchr/testify/require"
+)
+
+// TestIdleConnectionStacksShrink connects clients over loopback TCP, has
+// each handle a subscribe and a publish delivered back to it (which grows
+// the connection goroutine's stack), and checks that once the clients are
+// idle the garbage collector shrinks those stacks to a few KiB each: the
+// frames below Read while it waits for a packet are small (attachClient,
+// Client.Read). Before, the handshake's and the packet's frames stayed on
+// the stack (about 5.5 KiB), so a stack could not shrink below 16 KiB.
+// It also checks that no idle client holds a read buffer (packetReader).
+func TestIdleConnectionStacksShrink(t *testing.T) {
+	const clients = 200
+	s := New(&Options{Logger: logger})
+	require.NoError(t, s.AddHook(new(AllowHook), nil))
+	require.NoError(t, s.Serve())
+	defer s.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = s.EstablishConnection("t", c)
+			}()
+		}
+	}()
+
+	before := stackBytes()
+	for i := 0; i < clients; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		conns = append(conns, c)
+		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+		exerciseClient(t, c, "c"+strconv.Itoa(i))
+	}
+
+	for _, cl := range s.Clients.GetAll() {
+		if cl.Net.bconn != nil { // not the inline client
+			require.Nilf(t, cl.Net.bconn.br, "%s is idle and holds a read buffer (packetReader)", cl.ID)
+		}
+	}
+
+	var perClient int64
+	for i := 0; i < 6; i++ { // each collection halves a stack at most once
+		runtime.GC()
+		perClient = (stackBytes() - before) / clients
+		t.Logf("after collection %d: %d stack bytes per connection", i+1, perClient)
+	}
+	require.LessOrEqualf(t, perClient, int64(12<<10),
+		"goroutine stack bytes per idle connection after the garbage collector ran: want at most 12 KiB (16 KiB before attachClient and Read kept their frames small; 8 KiB with -race)")
+}
+
+// exerciseClient connects as id, subscribes to its own topic and publishes
+// a message there, reading what each step answers.
+func exerciseClient(t *testing.T, c net.Conn, id string) {
+	t.Helper()
+	topic := "stack/" + id
+	steps := []packets.Packet{
+		{FixedHeader: packets.FixedHeader{Type: packets.Connect}, ProtocolVersion: 4,
+			Connect: packets.ConnectParams{ProtocolName: []byte("MQTT"), Clean: true, Keepalive: 60, ClientIdentifier: id}},
+		{FixedHeader: packets.FixedHeader{Type: packets.Subscribe, Qos: 1}, ProtocolVersion: 4, PacketID: 1,
+			Filters: packets.Subscriptions{{Filter: topic}}},
+		{FixedHeader: packets.FixedHeader{Type: packets.Publish}, ProtocolVersion: 4,
+			TopicName: topic, Payload: []byte("hello")},
+	}
+	wantBack := []byte{packets.Connack, packets.Suback, packets.Publish}
+	for i, pk := range steps {
+		var buf bytes.Buffer
+		var err error
+		switch pk.FixedHeader.Type {
+		case packets.Connect:
+			err = pk.ConnectEncode(&buf)
+		case packets.Subscribe:
+			err = pk.SubscribeEncode(&buf)
+		default:
+			err = pk.PublishEncode(&buf)
+		}
+		require.NoError(t, err)
+		_, err = c.Write(buf.Bytes())
+		require.NoError(t, err)
+		typ, err := readPacketType(c)
+		require.NoErrorf(t, err, "%s: read the answer to packet %d", id, i)
+		require.Equalf(t, wantBack[i], typ, "%s: the answer to packet %d", id, i)
+	}
+}
+
+// readPacketType reads one packet and returns its type.
+func readPacketType(r io.Reader) (byte, error) {
+	var b [1]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, err
+	}
+	n, err := binary.ReadUvarint(byteReader{r})
+	if err != nil {
+		return 0, fmt.Errorf("remaining length: %w", err)
+	}
+	_, err = io.CopyN(io.Discard, r, int64(n))
+	return b[0] >> 4, err
+}
+
+type byteReader struct{ io.Reader }
+
+func (r byteReader) ReadByte() (byte, error) {
+	var b [1]byte
+	_, err := io.ReadFull(r.Reader, b[:])
+	return b[0], err
+}
+
+// stackBytes is the memory the runtime holds for goroutine stacks.
+func stackBytes() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}

@@ -1,0 +1,59 @@
+package broker_test
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/chorus-edge/chorus/broker"
+	"github.com/chorus-edge/chorus/broker/brokertest"
+)
+
+// TestIdleDeviceStacksShrink: devices connect through Chorus's listener,
+// each publishes a bus message to itself and receives it (which grows its
+// connection goroutine's stack), and once they are idle the garbage
+// collector shrinks those stacks: the frames below mochi's Read are small,
+// ours (the listener's) and the fork's (docs/benchmarks.md, memory per
+// connection). Before, an idle device's connection kept 16 KiB of stack.
+func TestIdleDeviceStacksShrink(t *testing.T) {
+	const devices = 100
+	var accounts []broker.Account
+	var secrets []string
+	for i := range devices {
+		d := brokertest.NewDevice(t, fmt.Sprintf("stack%d", i))
+		accounts = append(accounts, d.Account)
+		secrets = append(secrets, d.Secret)
+	}
+	b := brokertest.Start(t, brokertest.Unlimited(), accounts...)
+
+	before := goroutineStackBytes()
+	for i := range devices {
+		id := fmt.Sprintf("stack%d", i)
+		c := brokertest.DialRaw(t, b.Addr())
+		c.MustConnect(brokertest.RawConnect{ClientID: id, Username: id, Password: secrets[i], Clean: true})
+		topic := "chorus/v1/" + id + "/bus/speak"
+		c.Subscribe(1, topic)
+		c.Publish(topic, []byte(`{"type":"speak","data":{"utterance":"hi"},"context":{}}`), 1, 2, packets.Properties{})
+		c.Expect(packets.Publish, 20*time.Second)
+	}
+
+	var perDevice int64
+	for i := range 6 { // each collection halves a stack at most once
+		runtime.GC()
+		perDevice = (goroutineStackBytes() - before) / devices
+		t.Logf("after collection %d: %d stack bytes per connection", i+1, perDevice)
+	}
+	if limit := int64(12 << 10); perDevice > limit {
+		t.Errorf("goroutine stack bytes per idle device connection: %d, want at most %d", perDevice, limit)
+	}
+}
+
+func goroutineStackBytes() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
