@@ -162,7 +162,9 @@ func TestAttackStuckSubscriberStallsNoOne(t *testing.T) {
 	b := brokertest.Start(t, cfg, dev.Account, op, intg)
 
 	stuck := brokertest.DialRaw(t, b.Addr())
-	stuck.MustConnect(brokertest.RawConnect{Username: intg.Username, Password: intgSecret, Clean: true})
+	// No keepalive: on a loaded machine the publishing below can outlast
+	// 1.5 x 30 s, and the stuck client must be cut as slow, not as silent.
+	stuck.MustConnect(brokertest.RawConnect{Username: intg.Username, Password: intgSecret, Clean: true, NoKeepalive: true})
 	stuck.Subscribe(1, "chorus/v1/pi-a/bus/+")
 	// Never reads from here on.
 

@@ -43,6 +43,10 @@ type RawConnect struct {
 	Will                         *packets.Packet // Topic, Payload, Qos, Retain and WillDelay from TopicName, Payload, FixedHeader
 	WillDelay                    uint32
 	User                         []packets.UserProperty
+	// NoKeepalive asks for keepalive 0 (none) instead of 30 s: a client
+	// that stops reading is then cut only by the broker's own policy, never
+	// by its keepalive, however long a loaded machine takes.
+	NoKeepalive bool
 }
 
 // Connect sends a CONNECT and returns the CONNACK (or the error reading it).
@@ -54,10 +58,14 @@ func (c *Raw) Connect(o RawConnect) (packets.Packet, error) {
 
 // ConnectPacket builds the CONNECT that Connect sends.
 func ConnectPacket(o RawConnect) packets.Packet {
+	keepalive := uint16(30)
+	if o.NoKeepalive {
+		keepalive = 0
+	}
 	pk := packets.Packet{
 		FixedHeader: packets.FixedHeader{Type: packets.Connect},
 		Connect: packets.ConnectParams{
-			ProtocolName: []byte("MQTT"), Clean: o.Clean, Keepalive: 30, ClientIdentifier: o.ClientID,
+			ProtocolName: []byte("MQTT"), Clean: o.Clean, Keepalive: keepalive, ClientIdentifier: o.ClientID,
 			UsernameFlag: o.Username != "", Username: []byte(o.Username),
 			PasswordFlag: o.Password != "", Password: []byte(o.Password),
 		},
