@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/device/agentbench"
 	"github.com/chorus-edge/chorus/device/ovosrt/ovostest"
+	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 )
 
 // chorusBin is the chorus binary TestMain builds: Run starts it as `chorus
@@ -44,10 +45,14 @@ func TestMain(m *testing.M) {
 }
 
 // agentCommand starts the built chorus as the agent, its stderr in the
-// test's output.
+// test's output. As root its skills run under a uid range of the test's own:
+// other packages' agents run at once on this host, and two agents may not
+// share a range (the default one included).
 func agentCommand(t *testing.T) agentbench.AgentCommand {
+	uids := skillusertest.Range(t)
 	return func(args ...string) *exec.Cmd {
 		c := exec.Command(chorusBin, append([]string{"agent"}, args...)...)
+		c.Env = append(os.Environ(), "CHORUS_SKILL_UID_RANGE="+uids.String())
 		c.Stderr = t.Output()
 		return c
 	}
