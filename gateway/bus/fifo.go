@@ -35,6 +35,14 @@ func (q *fifo) push(p Packet) bool {
 		q.mu.Unlock()
 		return false
 	}
+	if len(q.items) == cap(q.items) && q.head > 0 {
+		// Full to its capacity with popped slots in front: move the queued
+		// packets down instead of growing, so a queue that never empties
+		// (a handler always behind) stays within max packets of storage.
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
 	q.items = append(q.items, p)
 	q.mu.Unlock()
 	select {

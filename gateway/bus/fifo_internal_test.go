@@ -51,4 +51,23 @@ func TestFIFO(t *testing.T) {
 	if cap(big.items) > keepCap {
 		t.Errorf("drained queue keeps capacity %d, want at most %d", cap(big.items), keepCap)
 	}
+
+	// A queue that never empties (one pop per push, always 10 behind) stays
+	// within its bound's storage.
+	busy := newFIFO(16)
+	for i := range 10 {
+		busy.push(Packet{Topic: strconv.Itoa(i)})
+	}
+	for i := 10; i < 100_000; i++ {
+		if !busy.push(Packet{Topic: strconv.Itoa(i)}) {
+			t.Fatalf("push %d refused with 10 queued", i)
+		}
+		p, _ := busy.pop()
+		if want := strconv.Itoa(i - 10); p.Topic != want {
+			t.Fatalf("pop = %q, want %q", p.Topic, want)
+		}
+	}
+	if c := cap(busy.items); c > 2*16 {
+		t.Errorf("a queue always 10 behind grew to capacity %d, want at most %d", c, 2*16)
+	}
 }

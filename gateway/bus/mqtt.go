@@ -27,13 +27,6 @@ const (
 	closeTimeout          = 5 * time.Second
 	backoffMin            = 500 * time.Millisecond
 	backoffMax            = 30 * time.Second
-	// receiveMaximum is the Receive Maximum this client announces
-	// [MQTT-3.1.2-11 ff.]: at most this many QoS 1/2 messages unacknowledged
-	// from the broker at once. paho sizes its inbound queue by it, so the
-	// protocol's default of 65,535 cost every client a 512 KiB queue; the
-	// dispatcher behind it holds DefaultMQTTQueueSize anyway, and the broker
-	// keeps the rest queued for this client (its own bound and policy).
-	receiveMaximum uint16 = 256
 	// DefaultUnreachableLogEvery is how often a broker that stays
 	// unreachable is logged again (the first failure is logged at once).
 	DefaultUnreachableLogEvery = 30 * time.Second
@@ -258,18 +251,18 @@ func (m *MQTT) clientConfig() autopaho.ClientConfig {
 	if c.Will != nil {
 		ac.WillMessage, ac.WillProperties = willOf(c.Will, c.WillDelay)
 	}
-	ac.ConnectPacketBuilder = func(pc *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-		if pc.Properties == nil {
-			pc.Properties = &paho.ConnectProperties{}
-		}
-		rm := receiveMaximum
-		pc.Properties.ReceiveMaximum = &rm
-		if c.WillFunc != nil {
+	// No Receive Maximum is announced (the protocol's 65,535 applies, and
+	// the broker's in-flight bound of 1,024 comes first): mochi v2.7.9 loses
+	// a unit of a client's send quota for every message it had to hold back
+	// for want of it, so a small one would, after a burst, stop every QoS 1
+	// message to this client (docs/broker.md, "Known limits").
+	if c.WillFunc != nil {
+		ac.ConnectPacketBuilder = func(pc *paho.Connect, _ *url.URL) (*paho.Connect, error) {
 			if w := c.WillFunc(); w != nil {
 				pc.WillMessage, pc.WillProperties = willOf(w, c.WillDelay)
 			}
+			return pc, nil
 		}
-		return pc, nil
 	}
 	return ac
 }
