@@ -142,8 +142,8 @@ func waitExitedNoReap(pid int) error {
 		// it becomes when the process exits.
 		return !errors.Is(werr, errNotYet)
 	})
-	if err != nil {
-		return fmt.Errorf("wait on pidfd of %d: %w", pid, err)
+	if err != nil { // the pidfd could not be polled: wait as without one
+		return waitidNoReap(unix.P_PID, pid, 0)
 	}
 	return werr
 }

@@ -219,6 +219,9 @@ func (c *Controller) timeOut(ctx context.Context, r *fleet.Rollout, n tally, can
 	c.forgetProgress(r.ID, execs)
 	wall := c.cfg.Now()
 	for _, e := range execs {
+		if c.finishPending(e) {
+			continue // judged already; its verdict is on its way to the store and wins over a timeout
+		}
 		p := c.progressOf(r, e, wall, now)
 		if p.credit+now.Sub(p.seen) > r.Timeout {
 			c.finish(ctx, e, fleet.ExecTimedOut, fmt.Sprintf("no result within %s", r.Timeout))

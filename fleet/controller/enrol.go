@@ -187,13 +187,16 @@ func errNotWaiting(id string) error {
 // device has not been heard from; otherwise it ends the entry and says so.
 func (c *Controller) mayRecollect(ctx context.Context, p *fleet.PendingDevice) error {
 	d, err := c.GetDevice(ctx, p.DeviceID) // LastSeen is now while it is connected
-	// Heard from: a presence message since the collection, or a live
-	// connection under the device's name now.
-	used := err == nil && (!d.LastSeen.IsZero() && !d.LastSeen.Before(p.CollectedAt) || c.live.on() && c.live.connected(p.DeviceID))
+	// Heard from, ever: the device was made at accept and never seen, so
+	// any presence, or a live connection under its name now, came with
+	// collected credentials. No clock is compared, so a clock stepped back
+	// (a Pi without an RTC) cannot reopen the entry.
+	used := err == nil && (!d.LastSeen.IsZero() || c.live.on() && c.live.connected(p.DeviceID))
 	if err != nil && fleet.ErrorCode(err) != fleet.ENOTFOUND {
 		return err
 	}
-	if !used && err == nil && c.cfg.Now().Sub(p.CollectedAt) < RecollectWindow {
+	age := c.cfg.Now().Sub(p.CollectedAt)
+	if !used && err == nil && age >= 0 && age < RecollectWindow {
 		return nil
 	}
 	if derr := c.store.DeletePending(ctx, p.ID); derr != nil && fleet.ErrorCode(derr) != fleet.ENOTFOUND {

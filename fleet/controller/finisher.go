@@ -118,6 +118,7 @@ func (c *Controller) finishPending(e *fleet.Execution) bool {
 func (c *Controller) runFinisher() {
 	defer close(c.finisherDone)
 	batch := make([]verdictMsg, 0, finishBatch)
+	failed := 0 // consecutive batches the store refused: their devices are judged again after a growing delay
 	for v := range c.verdicts {
 		batch = append(batch[:0], v)
 	fill:
@@ -132,13 +133,25 @@ func (c *Controller) runFinisher() {
 				break fill
 			}
 		}
-		c.writeVerdicts(batch)
+		if c.writeVerdicts(batch, failed) {
+			failed = 0
+		} else {
+			failed++
+		}
 	}
 }
 
+// refusedDelay is how long the devices of the failed-th consecutive refused
+// batch wait before they are judged again: 500 ms doubling to 30 s, so a
+// store that keeps failing (a full disk) is not hammered.
+func refusedDelay(failed int) time.Duration {
+	return min(500*time.Millisecond<<min(failed, 6), 30*time.Second)
+}
+
 // writeVerdicts writes one batch and does what finish does after each
-// write; the engine is woken once for the batch.
-func (c *Controller) writeVerdicts(batch []verdictMsg) {
+// write; the engine is woken once for the batch. It reports false when the
+// store refused the whole batch (failed earlier ones before it in a row).
+func (c *Controller) writeVerdicts(batch []verdictMsg, failed int) bool {
 	moves := make([]fleet.ExecMove, len(batch))
 	for i, v := range batch {
 		moves[i] = fleet.ExecMove{RolloutID: v.e.RolloutID, DeviceID: v.e.DeviceID, To: v.to, Reason: v.reason}
@@ -158,9 +171,9 @@ func (c *Controller) writeVerdicts(batch []verdictMsg) {
 	if err != nil {
 		c.log.Warn("judged executions not stored; judging their devices again", "executions", len(batch), "error", err)
 		for _, v := range batch {
-			c.queue.Add(v.e.DeviceID) // a no-op once the queue is shut down
+			c.queue.AddAfter(v.e.DeviceID, refusedDelay(failed)) // a no-op once the queue is shut down
 		}
-		return
+		return false
 	}
 	ended := false
 	for i, v := range batch {
@@ -175,4 +188,5 @@ func (c *Controller) writeVerdicts(batch []verdictMsg) {
 	if ended {
 		c.Kick()
 	}
+	return true
 }

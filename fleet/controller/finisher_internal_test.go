@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
 // nopBroker is a Broker the finisher never uses.
@@ -177,12 +179,25 @@ func TestFinisherFailedBatchJudgedAgain(t *testing.T) {
 	if len(c.pendingFinish) != 0 {
 		t.Fatalf("%d verdicts still marked pending after their batch failed", len(c.pendingFinish))
 	}
-	c.queue.mu.Lock()
-	queued := slices.Clone(c.queue.items)
-	c.queue.mu.Unlock()
-	slices.Sort(queued)
+	// Queued again after a delay (refusedDelay), not at once: a store that
+	// keeps refusing is not hammered.
 	want := []string{es[0].DeviceID, es[1].DeviceID, es[2].DeviceID}
-	if !slices.Equal(queued, want) {
-		t.Fatalf("queued for another pass: %v, want %v", queued, want)
+	queued := func() []string {
+		c.queue.mu.Lock()
+		defer c.queue.mu.Unlock()
+		q := slices.Clone(c.queue.items)
+		slices.Sort(q)
+		return q
+	}
+	if q := queued(); len(q) != 0 {
+		t.Fatalf("queued at once after a failed batch: %v, want after a delay", q)
+	}
+	poll.Until(t, "the failed batch's devices queued for another pass", 10*time.Second, func() bool { return slices.Equal(queued(), want) })
+}
+
+func TestRefusedDelayGrows(t *testing.T) {
+	t.Parallel()
+	if refusedDelay(0) != 500*time.Millisecond || refusedDelay(1) != time.Second || refusedDelay(100) != 30*time.Second {
+		t.Errorf("refusedDelay 0, 1, 100 = %s, %s, %s; want 500ms, 1s, 30s", refusedDelay(0), refusedDelay(1), refusedDelay(100))
 	}
 }
