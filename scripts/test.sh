@@ -44,6 +44,14 @@ GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64" & builds+=($!)
 GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7" & builds+=($!)
 failed=0; for b in "${builds[@]}"; do wait "$b" || failed=1; done
 if [ "$failed" = 1 ]; then echo "a cross-compile failed (its error is above)"; exit 1; fi
+# The end-to-end tests (cmd/chorus, device/agentbench, device/skillmanager)
+# run the binary just built for this machine, as it ships, instead of each
+# building chorus again (cmd/chorus/chorusbin).
+case "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" in
+  linux/amd64) export CHORUS_TEST_BIN="$tmp/chorus-amd64" ;;
+  linux/arm64) export CHORUS_TEST_BIN="$tmp/chorus-arm64" ;;
+  linux/arm) export CHORUS_TEST_BIN="$tmp/chorus-armv7" ;;
+esac
 phase "agent-only build (-tags chorus_agent) builds, vets and runs"
 go vet -tags chorus_agent ./cmd/chorus
 GOOS=linux GOARCH=arm64 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent-arm64"
@@ -132,5 +140,11 @@ phase "go test -race"
 # Through scripts/testsummary: go test's usual lines (a failing test's whole
 # output, each package's result), then passed/failed/skipped per package and
 # the total time. It fails when any package failed or none reported.
+# -vet=off: go vet ran above over every package, go test's own subset adds
+# nothing. atexit_sleep_ms=0: a race-enabled binary otherwise sleeps a second
+# as it exits (for races in exit handlers, which this module does not have),
+# and the suite starts hundreds of them: each package's test binary and the
+# test binaries re-executed as skills and children (docs/testing.md).
+export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 go build -o "$tmp/testsummary" ./scripts/testsummary
-go test -race -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary"
+go test -race -vet=off -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary"

@@ -149,6 +149,19 @@ func (b *browser) waitJS(what, expr string, within time.Duration) {
 	}
 }
 
+// click clicks the first element that matches selector once it is there
+// (waiting up to within). The click runs in a task of the page of its own,
+// which looks the element up again: a live section (data-live) the page
+// swaps between chromedp's finding a node and clicking it failed the test
+// with "Could not find node with given id", and a confirmation dialog the
+// click opens must not block the evaluation that scheduled it.
+func (b *browser) click(what, selector string, within time.Duration) {
+	b.t.Helper()
+	sel, _ := json.Marshal(selector)
+	b.waitJS(what, fmt.Sprintf(`(() => { const sel = %s; if (!document.querySelector(sel)) return false;
+		setTimeout(() => document.querySelector(sel).click(), 0); return true; })()`, sel), within)
+}
+
 // fetchStatus runs a fetch in the page (its cookies, its origin) and
 // returns the status.
 func (b *browser) fetchStatus(what, js string) int {
@@ -258,10 +271,10 @@ func TestDashboardBrowserE2E(t *testing.T) {
 		chromedp.Submit(chromedp.CSS(`#skill`)), chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
 	b.waitJS("two of three succeeded", `document.querySelector("#summary .progress-text").textContent.startsWith("2/3 succeeded")`, 90*time.Second)
 	b.waitJS("pi-3's reason", `document.querySelector('#executions tr[data-device="pi-3"]').textContent.includes("offline since")`, 10*time.Second)
-	get(b, "pause", chromedp.Evaluate[int](`setTimeout(() => document.getElementById("pause").click(), 0); 1`)) // one task: see abort below
+	b.click("pause", `#pause`, 10*time.Second)
 	b.do("paused page", chromedp.WaitVisible(chromedp.CSS(`#resume`)))
 	b.waitJS("paused", `document.getElementById("rollout-state").textContent === "paused"`, 10*time.Second)
-	get(b, "resume", chromedp.Evaluate[int](`setTimeout(() => document.getElementById("resume").click(), 0); 1`))
+	b.click("resume", `#resume`, 10*time.Second)
 	b.do("resumed page", chromedp.WaitVisible(chromedp.CSS(`#pause`)))
 	b.waitJS("resumed", `document.getElementById("rollout-state").textContent === "in_progress"`, 10*time.Second)
 	// Ticked and clicked in one task of the page: live updates re-render the
@@ -274,17 +287,20 @@ func TestDashboardBrowserE2E(t *testing.T) {
 
 	// "Update all" installs fleet.hello where it is missing: only on pi-3,
 	// which waits offline; the devices already current are skipped.
-	b.do("update all", chromedp.Navigate(base+"/skills/fleet.hello"), chromedp.WaitVisible(chromedp.CSS(`#update-all`)),
-		chromedp.Click(chromedp.CSS(`#update-all`)), chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
+	b.do("update all", chromedp.Navigate(base+"/skills/fleet.hello"), chromedp.WaitVisible(chromedp.CSS(`#update-all`)))
+	b.click("click update all", `#update-all`, 10*time.Second)
+	b.do("update all sent", chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
 	b.waitJS("update all targets pi-3 only", `(() => { const rows = [...document.querySelectorAll("#executions tr[data-device]")];
 		return rows.length === 1 && rows[0].dataset.device === "pi-3" && rows[0].textContent.includes("offline since"); })()`, 10*time.Second)
 	b.shot("rollout-waiting")
-	b.do("abort update all", chromedp.Click(chromedp.CSS(`#abort`)), chromedp.WaitNotPresent(chromedp.CSS(`#abort`)))
+	b.click("abort update all", `#abort`, 10*time.Second)
+	b.do("update all aborted", chromedp.WaitNotPresent(chromedp.CSS(`#abort`)))
 
 	// Turn the skill off on one device from its page: a rollout to that
 	// device, which succeeds when the agent has removed it.
-	b.do("turn off on pi-2", chromedp.Navigate(base+"/devices/pi-2"), chromedp.WaitVisible(chromedp.CSS(`#skills`)),
-		chromedp.Click(chromedp.CSS(`#skills button`)), chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
+	b.do("pi-2's page", chromedp.Navigate(base+"/devices/pi-2"), chromedp.WaitVisible(chromedp.CSS(`#skills`)))
+	b.click("turn off on pi-2", `#skills button`, 10*time.Second)
+	b.do("turn off sent", chromedp.WaitVisible(chromedp.CSS(`#rollout-state`)))
 	b.waitJS("turned off", `document.getElementById("rollout-state").textContent === "succeeded" &&
 		document.querySelector("h1").textContent.includes("uninstall fleet.hello")`, 60*time.Second)
 
@@ -318,7 +334,7 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	})
 	b.do("overview with a pending enrolment", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#pending form`)))
 	b.waitJS("pi-new listed", `document.getElementById("pending").textContent.includes("pi-new")`, 10*time.Second)
-	b.do("accept pi-new", chromedp.Click(chromedp.CSS(`#pending form[action$="/accept"] button`)))
+	b.click("accept pi-new", `#pending form[action$="/accept"] button`, 10*time.Second)
 	poll.Until(t, "pi-new online", 60*time.Second, func() bool {
 		out, _, err := chorusOut(t, work, fleetArgs("fleet", "device", "show", "pi-new", "-o", "json")...)
 		var d api.DeviceResponse

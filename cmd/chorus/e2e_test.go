@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/cmd/chorus/chorusbin"
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 	"github.com/chorus-edge/chorus/gateway/poll"
@@ -57,11 +58,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	chorusBin = filepath.Join(dir, "chorus")
-	build := exec.Command("go", "build", "-o", chorusBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if chorusBin, err = chorusbin.Build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "build chorus:", err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/cmd/chorus/chorusbin"
 	"github.com/chorus-edge/chorus/device/agentbench"
 	"github.com/chorus-edge/chorus/device/ovosrt/ovostest"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
@@ -31,10 +32,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	chorusBin = filepath.Join(dir, "chorus")
-	build := exec.Command("go", "build", "-o", chorusBin, "../../cmd/chorus")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if chorusBin, err = chorusbin.Build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "build chorus:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)

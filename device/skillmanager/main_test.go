@@ -1,45 +1,40 @@
 package skillmanager
 
 import (
+	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/cmd/chorus/chorusbin"
 	"github.com/chorus-edge/chorus/device/discovery"
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/gateway/leakcheck"
 )
 
-// chorusBin is the chorus binary built once by TestMain, or "" when it does
-// not build or lacks `chorus skill example` yet (the example-skill test is
-// skipped then; every other test uses shell-script skills).
+// chorusBin is the chorus binary TestMain provides (chorusbin.Build): the
+// example skills run through it, as an agent runs them.
 var chorusBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "skillmanager-test")
 	if err == nil {
-		bin := filepath.Join(dir, "chorus")
-		if exec.Command("go", "build", "-o", bin, "../../cmd/chorus").Run() == nil &&
-			exec.Command(bin, "skill", "example", "--help").Run() == nil {
-			chorusBin = bin
-		}
+		chorusBin, err = chorusbin.Build(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build chorus:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
 	code := leakcheck.Run(m) // docs/testing.md: no goroutine of ours outlives the tests
-	if dir != "" {
-		os.RemoveAll(dir)
-	}
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 // The example skills (ready: message, a real MQTT connection each) load
 // through the real launcher and announce readiness themselves.
 func TestExampleSkills(t *testing.T) {
-	if chorusBin == "" {
-		t.Skip("chorus binary without `skill example`; covered by shell-script skills")
-	}
 	e := newEnv(t)
 	e.dcfg = discovery.Config{Bundled: []string{"../../configs/skills"}}
 	real := process.NewLauncher(process.Config{MQTTURL: e.brk.URL(), Device: device, Key: e.dev.Key, KeyVersion: 1,
