@@ -96,9 +96,11 @@ func (p *peer) skills(loaded ...string) {
 	p.retained("skills", b)
 }
 
-// emit publishes a message on the peer's own bus. After it returns the
-// gateway has queued it for the relay, so what the relay does with it
-// happens before what it does with anything published later.
+// emit publishes a message on the peer's own bus. The broker acknowledges a
+// QoS 1 publish before it hands it on (mochi's processPublish writes the
+// PUBACK first), so when emit returns the relay may not have the message
+// yet: the peer's own messages reach it in order, but ordering them before
+// another peer's takes syncVia or fence.
 func (p *peer) emit(raw string) {
 	p.t.Helper()
 	m, err := envelope.Decode([]byte(raw))
@@ -131,6 +133,16 @@ func (p *peer) next(skipTypes ...string) envelope.Message {
 		}
 		return m
 	}
+}
+
+// fence returns once the relay has been handed everything p published
+// before it: the broker reads a client's packets one at a time and hands
+// each on before it reads the next, so the acknowledgement of a later
+// publish follows the hand-over of every earlier one. The fence message has
+// no destination and p is not a satellite, so the relay drops it.
+func (p *peer) fence() {
+	p.t.Helper()
+	p.emit(`{"type":"chorus.test.fence","data":{}}`)
 }
 
 // syncVia makes sure the relay has handled everything sat published so far:
@@ -275,6 +287,7 @@ func TestBridgeOfflinePastGrace(t *testing.T) {
 	say("stale")
 	clock.Add(31 * time.Second)
 	say("staler")
+	hub.fence() // else the satellite's return may reach the relay before "staler"
 	sat.availability("online")
 	syncVia(sat, hub)
 	say("fresh")
