@@ -111,6 +111,10 @@ func TestRestartMarksDevicesWithoutAConnectionOffline(t *testing.T) {
 
 	e.stop()
 	g.close() // a clean disconnect: no Will, the retained "online" stays
+	// The broker notices the close on its own goroutine; one it had not yet
+	// noticed at the restart is a disconnect after it, and LAST SEEN rightly
+	// becomes that moment.
+	poll.Until(t, "the broker to see gone's connection closed", waitFor, func() bool { return !e.b.Connected(gone.Username) })
 	e.start()
 
 	start := time.Now()
