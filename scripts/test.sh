@@ -23,18 +23,16 @@ finish() {
   local rc=$?
   phase ""
   echo "-- scripts/test.sh: ${SECONDS} s in all (exit $rc)"
+  if [ -n "$background" ]; then kill -- "$background" 2>/dev/null || true; wait 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
-tmp=$(mktemp -d); trap finish EXIT
+tmp=$(mktemp -d); background=""; trap finish EXIT
 
 phase "gofmt"
 unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
-
-phase "go vet"
-go vet ./...
 
 phase "cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
 # The three at once: mostly each target's link, one core's work apiece.
@@ -52,13 +50,6 @@ case "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" in
   linux/arm64) export CHORUS_TEST_BIN="$tmp/chorus-arm64" ;;
   linux/arm) export CHORUS_TEST_BIN="$tmp/chorus-armv7" ;;
 esac
-phase "agent-only build (-tags chorus_agent) builds, vets and runs"
-go vet -tags chorus_agent ./cmd/chorus
-GOOS=linux GOARCH=arm64 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent-arm64"
-CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent"
-"$tmp/chorus-agent" agent --help >/dev/null
-if "$tmp/chorus-agent" gateway >/dev/null 2>&1; then echo "the agent-only build has a gateway command"; exit 1; fi
-
 phase "mosquitto (the external-broker portability suite in cmd/chorus)"
 if ! command -v mosquitto >/dev/null 2>&1 || ! command -v mosquitto_pub >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -89,28 +80,49 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-phase "short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
-# Two targets at a time (FUZZ_JOBS): most of a target's time is compiling its
-# package with coverage instrumentation, which overlaps well with another
-# target's fuzzing; each target still fuzzes for the whole FUZZTIME.
-fuzzfail="$tmp/fuzz-failed"; mkdir -p "$fuzzfail"
-fuzz() {
-  local out
-  out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
-  # A real finding is written to testdata/fuzz. Go's fuzzer can also end a
-  # short run with "context deadline exceeded" while it is still minimizing
-  # a new (passing) input; that is not a finding.
-  if ! grep -q "Failing input written to" <<<"$out" && grep -q "context deadline exceeded" <<<"$out"; then
-    echo "fuzz $1 $2: run ended while minimizing a passing input (no finding)"; return 0
-  fi
-  # Kept whole in a file of its own and printed after every target ended,
-  # so two targets' outputs never interleave.
-  local name=${1#./}
-  { echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; } >"$fuzzfail/${name//\//_}.$2"
-  return 1
-}
-export -f fuzz; export fuzzfail
-if ! xargs -P "${FUZZ_JOBS:-2}" -L 1 bash -c 'fuzz "$@"' fuzz <<'TARGETS'
+# The checks that need no test binary run beside the race suite, at the
+# lowest CPU priority (nice 19): the suite's tests spend much of their time
+# waiting on processes, sockets and timers, and these fill the CPU it leaves
+# idle instead of running before it. Their output is kept in a file and
+# printed once the suite has ended, each phase with its own time; a failure
+# here fails the run as before. (The race suite's own -vet=off relies on the
+# go vet below.)
+background_checks() {
+  trap - EXIT
+  renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || echo "renice failed: the checks beside the suite run at normal priority"
+  phase_name=""
+  phase "go vet"
+  go vet ./...
+
+  phase "agent-only build (-tags chorus_agent) builds, vets and runs"
+  go vet -tags chorus_agent ./cmd/chorus
+  GOOS=linux GOARCH=arm64 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent-arm64"
+  CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent"
+  "$tmp/chorus-agent" agent --help >/dev/null
+  if "$tmp/chorus-agent" gateway >/dev/null 2>&1; then echo "the agent-only build has a gateway command"; exit 1; fi
+
+  phase "short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
+  # Two targets at a time (FUZZ_JOBS): most of a target's time is compiling its
+  # package with coverage instrumentation, which overlaps well with another
+  # target's fuzzing; each target still fuzzes for the whole FUZZTIME.
+  fuzzfail="$tmp/fuzz-failed"; mkdir -p "$fuzzfail"
+  fuzz() {
+    local out
+    out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
+    # A real finding is written to testdata/fuzz. Go's fuzzer can also end a
+    # short run with "context deadline exceeded" while it is still minimizing
+    # a new (passing) input; that is not a finding.
+    if ! grep -q "Failing input written to" <<<"$out" && grep -q "context deadline exceeded" <<<"$out"; then
+      echo "fuzz $1 $2: run ended while minimizing a passing input (no finding)"; return 0
+    fi
+    # Kept whole in a file of its own and printed after every target ended,
+    # so two targets' outputs never interleave.
+    local name=${1#./}
+    { echo "$out"; echo "fuzz $1 $2 failed: the failing input is in $1/testdata/fuzz/$2"; } >"$fuzzfail/${name//\//_}.$2"
+    return 1
+  }
+  export -f fuzz; export fuzzfail
+  if ! xargs -P "${FUZZ_JOBS:-2}" -L 1 bash -c 'fuzz "$@"' fuzz <<'TARGETS'
 ./gateway/envelope FuzzDecode
 ./gateway/envelope FuzzReadHeader
 ./gateway/topic FuzzParse
@@ -127,24 +139,39 @@ if ! xargs -P "${FUZZ_JOBS:-2}" -L 1 bash -c 'fuzz "$@"' fuzz <<'TARGETS'
 ./fleet/dashboard FuzzRolloutForm
 ./fleet/api FuzzParseJoinToken
 TARGETS
-then
-  cat "$fuzzfail"/* 2>/dev/null || true
-  echo "the fuzz run failed: $(ls "$fuzzfail" | wc -l) target(s) above"; exit 1
-fi
+  then
+    cat "$fuzzfail"/* 2>/dev/null || true
+    echo "the fuzz run failed: $(ls "$fuzzfail" | wc -l) target(s) above"; exit 1
+  fi
 
-phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
-# Without -race: several of mochi's upstream tests race their own pipes.
-(cd broker/mochi && go test -count=1 . ./packets)
+  phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
+  # Without -race: several of mochi's upstream tests race their own pipes.
+  (cd broker/mochi && go test -count=1 . ./packets)
+  phase ""
+}
 
-phase "go test -race"
+phase "go test -race (beside it, at low priority: go vet, the agent-only build, the fuzz run, the mochi fork's tests)"
+background_checks >"$tmp/background.log" 2>&1 &
+background=$!
 # Through scripts/testsummary: go test's usual lines (a failing test's whole
 # output, each package's result), then passed/failed/skipped per package and
 # the total time. It fails when any package failed or none reported.
-# -vet=off: go vet ran above over every package, go test's own subset adds
-# nothing. atexit_sleep_ms=0: a race-enabled binary otherwise sleeps a second
-# as it exits (for races in exit handlers, which this module does not have),
-# and the suite starts hundreds of them: each package's test binary and the
-# test binaries re-executed as skills and children (docs/testing.md).
+# -vet=off: go vet runs over every package beside it; go test's own subset
+# adds nothing. atexit_sleep_ms=0: a race-enabled binary otherwise sleeps a
+# second as it exits, so that a goroutine still running can report a race;
+# by then a test binary's tests have all ended (and gateway/leakcheck waits
+# for this module's goroutines in the packages that start them), and the
+# suite starts hundreds of these binaries: each package's test binary and
+# the test binaries re-executed as skills and children (docs/testing.md).
 export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 go build -o "$tmp/testsummary" ./scripts/testsummary
-go test -race -vet=off -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary"
+suite=0
+go test -race -vet=off -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary" || suite=$?
+phase ""
+echo "== waiting for the checks beside the suite"
+checks=0; wait "$background" || checks=$?
+background=""
+cat "$tmp/background.log"
+if [ "$suite" != 0 ]; then echo "the race suite failed (above the checks' output)"; fi
+if [ "$checks" != 0 ]; then echo "a check beside the suite failed (its output is above)"; fi
+[ "$suite" = 0 ] && [ "$checks" = 0 ]
