@@ -92,10 +92,13 @@ background_checks() {
   renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || echo "renice failed: the checks beside the suite run at normal priority"
   phase_name=""
   phase "go vet"
-  go vet ./...
+  # As scripts/build.sh compiles (CGO_ENABLED=0, -trimpath), so vet reuses
+  # the packages the linux/amd64 build above compiled instead of compiling
+  # them all again; it vets the configuration that ships.
+  CGO_ENABLED=0 go vet -trimpath ./...
 
   phase "agent-only build (-tags chorus_agent) builds, vets and runs"
-  go vet -tags chorus_agent ./cmd/chorus
+  CGO_ENABLED=0 go vet -trimpath -tags chorus_agent,nethttpomithttp2 ./cmd/chorus
   GOOS=linux GOARCH=arm64 CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent-arm64"
   CHORUS_AGENT_ONLY=1 scripts/build.sh "$tmp/chorus-agent"
   "$tmp/chorus-agent" agent --help >/dev/null
@@ -108,7 +111,7 @@ background_checks() {
   fuzzfail="$tmp/fuzz-failed"; mkdir -p "$fuzzfail"
   fuzz() {
     local out
-    out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
+    out=$(go test -trimpath -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
     # A real finding is written to testdata/fuzz. Go's fuzzer can also end a
     # short run with "context deadline exceeded" while it is still minimizing
     # a new (passing) input; that is not a finding.
@@ -146,7 +149,7 @@ TARGETS
 
   phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
   # Without -race: several of mochi's upstream tests race their own pipes.
-  (cd broker/mochi && go test -count=1 . ./packets)
+  (cd broker/mochi && go test -trimpath -count=1 . ./packets)
   phase ""
 }
 
@@ -163,10 +166,15 @@ background=$!
 # for this module's goroutines in the packages that start them), and the
 # suite starts hundreds of these binaries: each package's test binary and
 # the test binaries re-executed as skills and children (docs/testing.md).
+# -trimpath: compiled packages are cached under their import paths, not
+# this checkout's directory, so a second clone or worktree reuses what an
+# earlier run compiled (the fuzz run uses it too). -ldflags=-w: no DWARF in
+# the test binaries, a third less work to link each of them; race reports
+# and panics print files and lines from the binary's own tables, not DWARF.
 export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 go build -o "$tmp/testsummary" ./scripts/testsummary
 suite=0
-go test -race -vet=off -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary" || suite=$?
+go test -race -vet=off -trimpath -ldflags=-w -json -timeout 30m -count=1 ./... 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary" || suite=$?
 phase ""
 echo "== waiting for the checks beside the suite"
 checks=0; wait "$background" || checks=$?

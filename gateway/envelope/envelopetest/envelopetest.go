@@ -1,15 +1,13 @@
 // Package envelopetest holds the shared wire fixtures of the OVOS Message
-// (gateway/envelope/testdata/wire.json) so every package that speaks the bus
+// (wire.json, embedded) so every package that speaks the bus
 // tests against the same valid, legacy and malformed envelopes.
 package envelopetest
 
 import (
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/chorus-edge/chorus/gateway/envelope"
@@ -53,19 +51,19 @@ type fileCase struct {
 	Note      string  `json:"note"`
 }
 
-// Fixtures loads wire.json, located relative to this source file so it works
-// from any package's test binary. It fails t on an unreadable or
-// inconsistent file.
+// wire is the fixture file, embedded so that a test binary built anywhere
+// (-trimpath included) has it.
+//
+//go:embed wire.json
+var wire []byte
+
+// Fixtures parses wire.json. It fails t on an inconsistent file.
 func Fixtures(t testing.TB) []Fixture {
 	t.Helper()
-	b, err := os.ReadFile(Path())
-	if err != nil {
-		t.Fatalf("load wire fixtures: %v", err)
-	}
 	var doc struct {
 		Cases []fileCase `json:"cases"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := json.Unmarshal(wire, &doc); err != nil {
 		t.Fatalf("load wire fixtures: %v", err)
 	}
 	out := make([]Fixture, 0, len(doc.Cases))
@@ -77,12 +75,6 @@ func Fixtures(t testing.TB) []Fixture {
 		out = append(out, f)
 	}
 	return out
-}
-
-// Path returns the absolute path of wire.json.
-func Path() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "wire.json")
 }
 
 func (c fileCase) fixture() (Fixture, error) {
