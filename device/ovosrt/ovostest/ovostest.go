@@ -1,5 +1,5 @@
 // Package ovostest gives tests a stock OVOS skill to run without a Python
-// package index: the stand-in ovos-skill-launcher (../standin) and a small
+// package index: the stand-in ovos-skill-launcher (device/ovosrt/standin, embedded) and a small
 // OVOS-style skill package whose opm.skills entry point the launcher finds,
 // the way ovos-plugin-manager does.
 package ovostest
@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/chorus-edge/chorus/device/agentbench"
+	"github.com/chorus-edge/chorus/device/ovosrt/standin"
 )
 
 // Python is Debian's interpreter, which python3-websocket installs for.
@@ -53,12 +53,6 @@ func NeedPip(t testing.TB) {
 func Launcher(t testing.TB) string {
 	t.Helper()
 	Need(t)
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "standin", "ovos-skill-launcher")
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatalf("stand-in launcher: %v", err)
-	}
 	dir, err := os.MkdirTemp("", "ovos-standin-")
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +62,7 @@ func Launcher(t testing.TB) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "ovos-skill-launcher")
-	if err := os.WriteFile(path, b, 0o755); err != nil {
+	if err := os.WriteFile(path, standin.Launcher, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return path
