@@ -48,24 +48,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	dir, err := os.MkdirTemp("", "chorus-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// Skills under their own uids (CI runs as root) call $CHORUS_BIN.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if chorusBin, err = chorusbin.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "build chorus:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	chorusbin.Main(m, &chorusBin, (*testing.M).Run)
 }
 
 // proc is a running chorus command.

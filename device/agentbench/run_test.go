@@ -21,26 +21,7 @@ import (
 // agent`, as `chorus bench agent` starts itself.
 var chorusBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agentbench-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// Skills under their own uids (tests run as root) may call $CHORUS_BIN.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if chorusBin, err = chorusbin.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "build chorus:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { chorusbin.Main(m, &chorusBin, (*testing.M).Run) }
 
 // agentCommand starts the built chorus as the agent, its stderr in the
 // test's output. As root its skills run under a uid range of the test's own:

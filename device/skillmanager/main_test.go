@@ -1,8 +1,6 @@
 package skillmanager
 
 import (
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -18,18 +16,8 @@ import (
 var chorusBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "skillmanager-test")
-	if err == nil {
-		chorusBin, err = chorusbin.Build(dir)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build chorus:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := leakcheck.Run(m) // docs/testing.md: no goroutine of ours outlives the tests
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// docs/testing.md: no goroutine of ours outlives the tests.
+	chorusbin.Main(m, &chorusBin, func(m *testing.M) int { return leakcheck.Run(m) })
 }
 
 // The example skills (ready: message, a real MQTT connection each) load

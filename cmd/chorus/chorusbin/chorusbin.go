@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // Env names a chorus binary already built for this machine.
@@ -41,6 +42,29 @@ func Build(dir string) (string, error) {
 		return "", fmt.Errorf("go build %s: %w\n%s", Package, err, msg)
 	}
 	return out, nil
+}
+
+// Main is a test package's TestMain around Build: it makes a directory
+// every user can reach (0755: skills under uids of their own run the
+// binary), puts chorus in it, sets *bin, runs the tests with run (m.Run, or
+// leakcheck.Run), removes the directory and exits with run's code; it exits
+// 1 before any test when chorus cannot be provided.
+func Main(m *testing.M, bin *string, run func(*testing.M) int) {
+	dir, err := os.MkdirTemp("", "chorus-test-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err == nil {
+		*bin, err = Build(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chorusbin: provide chorus for the tests:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func copyExecutable(src, dst string) error {
