@@ -34,22 +34,13 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-phase "cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
-# The three at once: mostly each target's link, one core's work apiece.
-builds=()
-GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64" & builds+=($!)
-GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64" & builds+=($!)
-GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7" & builds+=($!)
-failed=0; for b in "${builds[@]}"; do wait "$b" || failed=1; done
-if [ "$failed" = 1 ]; then echo "a cross-compile failed (its error is above)"; exit 1; fi
+phase "build chorus for this machine (scripts/build.sh)"
 # The end-to-end tests (cmd/chorus, device/agentbench, device/skillmanager)
-# run the binary just built for this machine, as it ships, instead of each
-# building chorus again (cmd/chorus/chorusbin).
-case "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" in
-  linux/amd64) export CHORUS_TEST_BIN="$tmp/chorus-amd64" ;;
-  linux/arm64) export CHORUS_TEST_BIN="$tmp/chorus-arm64" ;;
-  linux/arm) export CHORUS_TEST_BIN="$tmp/chorus-armv7" ;;
-esac
+# run this binary, as it ships, instead of each building chorus again
+# (cmd/chorus/chorusbin). The cross-builds run beside the race suite.
+scripts/build.sh "$tmp/chorus"
+export CHORUS_TEST_BIN="$tmp/chorus"
+
 phase "mosquitto (the external-broker portability suite in cmd/chorus)"
 if ! command -v mosquitto >/dev/null 2>&1 || ! command -v mosquitto_pub >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -80,7 +71,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-# The checks that need no test binary run beside the race suite, at the
+# The checks the race suite does not depend on run beside it, at the
 # lowest CPU priority (nice 19): the suite's tests spend much of their time
 # waiting on processes, sockets and timers, and these fill the CPU it leaves
 # idle instead of running before it. Their output is kept in a file and
@@ -91,9 +82,19 @@ background_checks() {
   trap - EXIT
   renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || echo "renice failed: the checks beside the suite run at normal priority"
   phase_name=""
+  phase "cross-compile (CGO_ENABLED=0: linux/amd64, linux/arm64, linux/arm GOARM=7)"
+  # The three at once: mostly each target's link, one core's work apiece
+  # (this machine's own is the build above, found in the cache).
+  local builds=() failed=0 b
+  GOOS=linux GOARCH=amd64 scripts/build.sh "$tmp/chorus-amd64" & builds+=($!)
+  GOOS=linux GOARCH=arm64 scripts/build.sh "$tmp/chorus-arm64" & builds+=($!)
+  GOOS=linux GOARCH=arm GOARM=7 scripts/build.sh "$tmp/chorus-armv7" & builds+=($!)
+  for b in "${builds[@]}"; do wait "$b" || failed=1; done
+  if [ "$failed" = 1 ]; then echo "a cross-compile failed (its error is above)"; exit 1; fi
+
   phase "go vet"
   # As scripts/build.sh compiles (CGO_ENABLED=0, -trimpath), so vet reuses
-  # the packages the linux/amd64 build above compiled instead of compiling
+  # the packages the build for this machine compiled instead of compiling
   # them all again; it vets the configuration that ships.
   CGO_ENABLED=0 go vet -trimpath ./...
 
@@ -153,7 +154,7 @@ TARGETS
   phase ""
 }
 
-phase "go test -race (beside it, at low priority: go vet, the agent-only build, the fuzz run, the mochi fork's tests)"
+phase "go test -race (beside it, at low priority: the cross-builds, go vet, the agent-only build, the fuzz run, the mochi fork's tests)"
 background_checks >"$tmp/background.log" 2>&1 &
 background=$!
 # Through scripts/testsummary: go test's usual lines (a failing test's whole
