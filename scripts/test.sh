@@ -182,7 +182,7 @@ mapfile -t -O "${#pkgs[@]}" pkgs < <(go list ./... | grep -vxF -f <(printf '%s\n
 # Twice as many packages at once as there are CPUs (go test's default is
 # as many): at two, this suite kept 1.5 of 2 CPUs busy (204 CPU-s in 137 s),
 # at four 1.85 (112 s), since its tests mostly wait.
-jobs=$(( 2 * $(nproc) ))
+jobs=${TEST_JOBS:-$(( 3 * $(nproc) / 2 ))}
 suite=0
 go test -race -vet=off -trimpath -ldflags=-w -p "$jobs" -json -timeout 30m -count=1 "${pkgs[@]}" 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary" || suite=$?
 phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
