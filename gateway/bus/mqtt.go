@@ -127,6 +127,12 @@ type MQTT struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	drain  context.Context // cancelled by Drain: publishes stop waiting for a connection
+	// gone is cancelled once drained and the connection is down, in either
+	// order: a publish waiting for its acknowledgement then gives up, since
+	// paho keeps a QoS 1 message in flight across a lost connection and
+	// waits for its PUBACK as long as the caller's context allows.
+	gone     context.Context
+	markGone context.CancelFunc
 	// up is true from autopaho's OnConnectionUp to its OnConnectionDown: a
 	// drained publish uses the connection while it is up and fails at once
 	// while it is not.
@@ -204,9 +210,10 @@ func DialMQTT(ctx context.Context, cfg MQTTConfig) (*MQTT, error) {
 func newMQTT(cfg MQTTConfig, u *url.URL) *MQTT {
 	ctx, cancel := context.WithCancel(context.Background())
 	drain, stopWait := context.WithCancel(ctx)
+	gone, markGone := context.WithCancel(ctx)
 	m := &MQTT{
 		cfg: cfg, url: u, log: cfg.Logger.With("mqtt", u.Redacted()),
-		ctx: ctx, cancel: cancel, drain: drain, stopWait: stopWait,
+		ctx: ctx, cancel: cancel, drain: drain, stopWait: stopWait, gone: gone, markGone: markGone,
 		ups: make(chan struct{}, 1), ready: make(chan struct{}), refused: make(chan error, 1),
 		done: make(chan struct{}), onBroker: map[string]bool{},
 		subs: map[string]map[uint64]func(Packet){},
@@ -294,6 +301,9 @@ func (m *MQTT) signalUp() {
 
 func (m *MQTT) onDown() bool {
 	m.up.Store(false)
+	if m.drain.Err() != nil { // Drain came first (see Drain)
+		m.markGone()
+	}
 	select {
 	case <-m.ctx.Done():
 	default:
@@ -353,8 +363,17 @@ func (m *MQTT) reached() {
 // Drain makes publishing fail at once, instead of waiting, while there is
 // no connection; a publish over a live connection goes on as before. A
 // process shutting down calls it first, so its last words are sent when the
-// broker is there and shutdown is not held up when it is not. Idempotent.
-func (m *MQTT) Drain() { m.stopWait() }
+// broker is there and shutdown is not held up when it is not: a publish
+// already waiting for its acknowledgement gives up too once the connection
+// is down. Idempotent.
+func (m *MQTT) Drain() {
+	m.stopWait()
+	// Drain and onDown each set their own state before reading the other's,
+	// so whichever comes second marks the connection gone.
+	if !m.up.Load() {
+		m.markGone()
+	}
+}
 
 // run owns the reaction to each (re)connection: restore the subscriptions,
 // then OnConnect.

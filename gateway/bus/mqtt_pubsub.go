@@ -31,9 +31,12 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 		if err := m.awaitConnection(ctx); err != nil {
 			return fmt.Errorf("publish %s: waiting for the connection: %w", p.Topic, err)
 		}
-		resp, err := m.cm.Publish(ctx, pub)
+		resp, err := m.publishOnce(ctx, pub)
 		if errors.Is(err, autopaho.ConnectionDownError) {
 			continue // dropped between AwaitConnection and Publish (paho.golang#247)
+		}
+		if err != nil && ctx.Err() == nil && m.gone.Err() != nil {
+			return fmt.Errorf("publish %s: %w", p.Topic, ErrNotConnected)
 		}
 		if resp != nil && resp.ReasonCode >= 0x80 {
 			return fmt.Errorf("publish %s: refused by the broker: %s", p.Topic, reasonName(resp.ReasonCode))
@@ -43,6 +46,16 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 		}
 		return nil
 	}
+}
+
+// publishOnce hands pub to paho, and stops waiting for its acknowledgement
+// when the connection is gone after Drain (m.gone).
+func (m *MQTT) publishOnce(ctx context.Context, pub *paho.Publish) (*paho.PublishResponse, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(m.gone, cancel)
+	defer stop()
+	return m.cm.Publish(pctx, pub)
 }
 
 // awaitConnection waits for a connection until ctx ends or Drain. Once

@@ -166,3 +166,130 @@ func TestDrainStopsWaitingForTheBroker(t *testing.T) {
 		return errors.Is(err, bus.ErrNotConnected)
 	})
 }
+
+// silentBroker accepts one MQTT connection, acknowledges its CONNECT, reads
+// one PUBLISH and acknowledges nothing more: the broker of a gateway that
+// dies with a QoS 1 message in flight. lose closes the connection and the
+// listener, so reconnecting is refused.
+type silentBroker struct {
+	ln        net.Listener
+	published chan struct{}
+	conn      chan net.Conn
+}
+
+func newSilentBroker(t *testing.T) *silentBroker {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &silentBroker{ln: ln, published: make(chan struct{}), conn: make(chan net.Conn, 1)}
+	go b.serve()
+	t.Cleanup(b.lose)
+	return b
+}
+
+func (b *silentBroker) serve() {
+	c, err := b.ln.Accept()
+	if err != nil {
+		return
+	}
+	b.conn <- c
+	buf := make([]byte, 4096)
+	if _, err := c.Read(buf); err != nil { // CONNECT
+		return
+	}
+	// CONNACK, MQTT 5: session present 0, reason success, no properties.
+	if _, err := c.Write([]byte{0x20, 0x03, 0x00, 0x00, 0x00}); err != nil {
+		return
+	}
+	for { // PINGREQ answered, until the PUBLISH; a read may hold several packets
+		n, err := c.Read(buf)
+		if err != nil || n == 0 {
+			return
+		}
+		for pk := buf[:n]; len(pk) >= 2; {
+			switch pk[0] >> 4 {
+			case 12: // PINGREQ
+				if _, err := c.Write([]byte{0xd0, 0x00}); err != nil {
+					return
+				}
+			case 3:
+				close(b.published)
+				return
+			}
+			size, used := 0, 1 // the remaining length, a variable byte integer
+			for shift := 0; used < len(pk) && used <= 4; shift += 7 {
+				size |= int(pk[used]&0x7f) << shift
+				used++
+				if pk[used-1]&0x80 == 0 {
+					break
+				}
+			}
+			if used+size > len(pk) {
+				break
+			}
+			pk = pk[used+size:]
+		}
+	}
+}
+
+func (b *silentBroker) lose() {
+	b.ln.Close()
+	select {
+	case c := <-b.conn:
+		c.Close()
+	default:
+	}
+}
+
+// A QoS 1 publish still waiting for its PUBACK when the broker goes away
+// gives up once the transport is drained, whichever comes first, instead of
+// holding shutdown for the rest of its context (an agent took 10 s to stop
+// after SIGTERM with its gateway killed, TestAgentBrokerUnreachableE2E).
+func TestDrainEndsAPublishAwaitingItsAck(t *testing.T) {
+	for _, drainFirst := range []bool{true, false} {
+		name := map[bool]string{true: "drained then lost", false: "lost then drained"}[drainFirst]
+		t.Run(name, func(t *testing.T) {
+			b := newSilentBroker(t)
+			var logs syncBuffer
+			dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer dcancel()
+			m, err := bus.DialMQTT(dctx, bus.MQTTConfig{URL: "mqtt://" + b.ln.Addr().String(),
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = m.Close() })
+			done := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				done <- m.Publish(ctx, bus.Packet{Topic: "chorus/v1/kitchen/availability", Payload: []byte("offline"), QoS: 1})
+			}()
+			select {
+			case <-b.published:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the publish never reached the broker")
+			}
+			if drainFirst {
+				m.Drain()
+				b.lose()
+			} else {
+				b.lose()
+				poll.Until(t, "the transport sees the loss", 20*time.Second, func() bool {
+					return strings.Contains(logs.String(), "mqtt connection lost")
+				})
+				m.Drain()
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, bus.ErrNotConnected) {
+					t.Fatalf("publish = %v, want ErrNotConnected", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the publish still waits for its PUBACK after Drain and the connection's loss")
+			}
+		})
+	}
+}
