@@ -179,9 +179,11 @@ mod=$(go list -m)
 slow=(cmd/chorus fleet/controller broker device/ovosrt device/agent gateway/wsbus fleet/sqlite device/skillmanager)
 pkgs=("${slow[@]/#/$mod/}")
 mapfile -t -O "${#pkgs[@]}" pkgs < <(go list ./... | grep -vxF -f <(printf '%s\n' "${pkgs[@]}"))
-# Twice as many packages at once as there are CPUs (go test's default is
-# as many): at two, this suite kept 1.5 of 2 CPUs busy (204 CPU-s in 137 s),
-# at four 1.85 (112 s), since its tests mostly wait.
+# Half again as many packages at once as there are CPUs (go test's default
+# is as many; TEST_JOBS overrides): its tests mostly wait, so at two on two
+# CPUs the suite kept 1.5 of them busy (204 CPU-s in 137 s, run alone) and
+# at four 1.85 (112 s), but then the checks beside it ran after it instead;
+# three gave the shortest whole run.
 jobs=${TEST_JOBS:-$(( 3 * $(nproc) / 2 ))}
 suite=0
 go test -race -vet=off -trimpath -ldflags=-w -p "$jobs" -json -timeout 30m -count=1 "${pkgs[@]}" 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary" || suite=$?
