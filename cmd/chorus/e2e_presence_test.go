@@ -203,9 +203,10 @@ func TestAgentBrokerUnreachableE2E(t *testing.T) {
 	f.gw.kill(t)
 	waitOutput(t, a, offset, "mqtt://"+mqttAddr(t, f.up.MQTTURL))
 	start := time.Now()
-	// 5 s, half the 10 s a publish in flight at the kill once held the
-	// stop for (gateway/bus: TestDrainEndsAPublishAwaitingItsAck).
-	if err := a.stop(t, 5*time.Second); err != nil {
+	// A publish in flight at the kill once held the stop for its whole 10 s
+	// (gateway/bus: TestDrainEndsAPublishAwaitingItsAck); a stop that still
+	// hangs prints the agent's goroutines (proc.stop).
+	if err := a.stop(t, 10*time.Second); err != nil {
 		t.Errorf("agent stopped with its gateway gone: %v", err)
 	}
 	t.Logf("agent stopped %s after SIGTERM with its gateway gone", time.Since(start))

@@ -116,7 +116,15 @@ func (p *proc) stop(t *testing.T, within time.Duration) error {
 		p.waited <- err // for Cleanup
 		return err
 	case <-time.After(within):
-		t.Fatalf("chorus did not stop within %s", within)
+		// Go's runtime answers SIGQUIT by printing every goroutine's stack
+		// and exiting: where the stop hangs is then in the output below.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case err := <-p.waited:
+			p.waited <- err
+		case <-time.After(5 * time.Second):
+		}
+		t.Fatalf("chorus did not stop within %s (its goroutines at that moment are in its output below)", within)
 		return nil
 	}
 }
