@@ -88,20 +88,22 @@ type Agent struct {
 	started time.Time
 	session atomic.Uint64
 
-	mqtt     *bus.MQTT
-	bus      *bus.Client
-	manager  *skillmanager.Manager
-	monitor  *connectivity.Monitor
-	watcher  *settings.Watcher
-	ws       *wsbus.Server
-	reporter *reporter
-	desired  *desiredRunner
-	installs *installRequests // OVOS-INSTALL-1 requests (SKILL_MANAGER §10)
-	applied  appliedWaiter
-	iso      *isolation // how skills run; set before the first connection
-	launcher *process.Launcher
-	phal     *connectivity.PHAL // the trusted PHAL question (websocket.go)
-	lock     *dirlock.Lock      // the data dir's, held until abort
+	mqtt *bus.MQTT
+	// stopDrain undoes connect's drain-on-cancel once Start returns.
+	stopDrain func() bool
+	bus       *bus.Client
+	manager   *skillmanager.Manager
+	monitor   *connectivity.Monitor
+	watcher   *settings.Watcher
+	ws        *wsbus.Server
+	reporter  *reporter
+	desired   *desiredRunner
+	installs  *installRequests // OVOS-INSTALL-1 requests (SKILL_MANAGER §10)
+	applied   appliedWaiter
+	iso       *isolation // how skills run; set before the first connection
+	launcher  *process.Launcher
+	phal      *connectivity.PHAL // the trusted PHAL question (websocket.go)
+	lock      *dirlock.Lock      // the data dir's, held until abort
 }
 
 func (c *Config) setDefaults() error {
@@ -150,7 +152,11 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("device", cfg.Device), started: time.Now(), lock: lock}
 	a.reporter = newReporter(a)
-	if err := a.start(ctx); err != nil {
+	err = a.start(ctx)
+	if a.stopDrain != nil {
+		a.stopDrain() // a running agent is drained by Close, not by ctx
+	}
+	if err != nil {
 		a.abort()
 		return nil, err
 	}
@@ -218,6 +224,10 @@ func (a *Agent) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", a.cfg.Device, err)
 	}
+	// Stopped while starting (SIGTERM before Start returned): what start is
+	// waiting on the broker for, and abort's goodbye, must not wait for a
+	// broker that is gone (issue 16, point 6), as after Close's Drain.
+	a.stopDrain = context.AfterFunc(ctx, a.mqtt.Drain)
 	return nil
 }
 
@@ -365,6 +375,9 @@ func (a *Agent) installedRoot() string { return filepath.Join(a.cfg.DataDir, ins
 
 // abort stops everything started so far, in reverse order.
 func (a *Agent) abort() {
+	if a.mqtt != nil {
+		a.mqtt.Drain() // shutting down: nothing below waits for a broker that is gone
+	}
 	if a.installs != nil {
 		a.installs.stop()
 	}

@@ -51,11 +51,19 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 // publishOnce hands pub to paho, and stops waiting for its acknowledgement
 // when the connection is gone after Drain (m.gone).
 func (m *MQTT) publishOnce(ctx context.Context, pub *paho.Publish) (*paho.PublishResponse, error) {
-	pctx, cancel := context.WithCancel(ctx)
+	pctx, cancel := m.untilGone(ctx)
 	defer cancel()
-	stop := context.AfterFunc(m.gone, cancel)
-	defer stop()
 	return m.cm.Publish(pctx, pub)
+}
+
+// untilGone is ctx, also ended once the connection is gone after Drain.
+// paho waits for a SUBACK, UNSUBACK or PUBACK as long as its context allows,
+// across a lost connection, since the session outlives it; while one waits
+// it holds syncMu or its caller, and shutdown waited with it.
+func (m *MQTT) untilGone(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(m.gone, cancel)
+	return c, func() { stop(); cancel() }
 }
 
 // awaitConnection waits for a connection until ctx ends or Drain. Once
@@ -237,7 +245,9 @@ const codeIDInUse = 0x91
 // another id from paho, or the same one once the publish holding it is acked.
 func (m *MQTT) subscribeRetryingIDs(ctx context.Context, filter string) (*paho.Suback, error) {
 	for attempt := 0; ; attempt++ {
-		sa, err := m.cm.Subscribe(ctx, subscribePacket(filter))
+		sctx, cancel := m.untilGone(ctx)
+		sa, err := m.cm.Subscribe(sctx, subscribePacket(filter))
+		cancel()
 		if err != nil || sa == nil || len(sa.Reasons) == 0 || sa.Reasons[0] != codeIDInUse || attempt == 4 {
 			return sa, err
 		}
@@ -293,8 +303,10 @@ func (m *MQTT) release(filter string) {
 		return
 	}
 	delete(m.onBroker, filter)
-	ctx, cancel := context.WithTimeout(m.ctx, subscribeTimeout)
+	tctx, cancel := context.WithTimeout(m.ctx, subscribeTimeout)
 	defer cancel()
+	ctx, stop := m.untilGone(tctx)
+	defer stop()
 	if _, err := m.cm.Unsubscribe(ctx, &paho.Unsubscribe{Topics: []string{filter}}); err != nil && m.ctx.Err() == nil {
 		m.log.Debug("mqtt unsubscribe", "filter", filter, "err", err)
 	}
@@ -313,8 +325,10 @@ func (m *MQTT) restore() {
 	if len(filters) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, subscribeTimeout)
+	tctx, cancel := context.WithTimeout(m.ctx, subscribeTimeout)
 	defer cancel()
+	ctx, stop := m.untilGone(tctx)
+	defer stop()
 	sa, err := m.cm.Subscribe(ctx, subscribePacket(filters...))
 	if sa == nil {
 		m.log.Warn("mqtt restore subscriptions", "err", err, "filters", len(filters))

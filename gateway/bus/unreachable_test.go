@@ -167,23 +167,25 @@ func TestDrainStopsWaitingForTheBroker(t *testing.T) {
 	})
 }
 
-// silentBroker accepts one MQTT connection, acknowledges its CONNECT, reads
-// one PUBLISH and acknowledges nothing more: the broker of a gateway that
-// dies with a QoS 1 message in flight. lose closes the connection and the
-// listener, so reconnecting is refused.
+// silentBroker accepts one MQTT connection, acknowledges its CONNECT and
+// pings, reads up to the first packet of type want (3 PUBLISH, 8 SUBSCRIBE)
+// and acknowledges nothing more: the broker of a gateway that dies with that
+// packet in flight. lose closes the connection and the listener, so
+// reconnecting is refused.
 type silentBroker struct {
 	ln        net.Listener
-	published chan struct{}
+	want      byte
+	published chan struct{} // closed once the want packet was read
 	conn      chan net.Conn
 }
 
-func newSilentBroker(t *testing.T) *silentBroker {
+func newSilentBroker(t *testing.T, want byte) *silentBroker {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &silentBroker{ln: ln, published: make(chan struct{}), conn: make(chan net.Conn, 1)}
+	b := &silentBroker{ln: ln, want: want, published: make(chan struct{}), conn: make(chan net.Conn, 1)}
 	go b.serve()
 	t.Cleanup(b.lose)
 	return b
@@ -203,7 +205,7 @@ func (b *silentBroker) serve() {
 	if _, err := c.Write([]byte{0x20, 0x03, 0x00, 0x00, 0x00}); err != nil {
 		return
 	}
-	for { // PINGREQ answered, until the PUBLISH; a read may hold several packets
+	for { // PINGREQ answered, until the wanted packet; a read may hold several
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {
 			return
@@ -214,7 +216,7 @@ func (b *silentBroker) serve() {
 				if _, err := c.Write([]byte{0xd0, 0x00}); err != nil {
 					return
 				}
-			case 3:
+			case b.want:
 				close(b.published)
 				return
 			}
@@ -251,7 +253,7 @@ func TestDrainEndsAPublishAwaitingItsAck(t *testing.T) {
 	for _, drainFirst := range []bool{true, false} {
 		name := map[bool]string{true: "drained then lost", false: "lost then drained"}[drainFirst]
 		t.Run(name, func(t *testing.T) {
-			b := newSilentBroker(t)
+			b := newSilentBroker(t, 3)
 			var logs syncBuffer
 			dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer dcancel()
@@ -291,5 +293,37 @@ func TestDrainEndsAPublishAwaitingItsAck(t *testing.T) {
 				t.Fatal("the publish still waits for its PUBACK after Drain and the connection's loss")
 			}
 		})
+	}
+}
+
+// The same for a SUBSCRIBE waiting for its SUBACK: it held the transport's
+// subscription lock, and every unsubscribe of the shutdown behind it.
+func TestDrainEndsASubscribeAwaitingItsAck(t *testing.T) {
+	b := newSilentBroker(t, 8)
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer dcancel()
+	m, err := bus.DialMQTT(dctx, bus.MQTTConfig{URL: "mqtt://" + b.ln.Addr().String(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, err := m.Subscribe(ctx, "chorus/v1/kitchen/bus/x", func(bus.Packet) {})
+		done <- err
+	}()
+	select {
+	case <-b.published:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the subscribe never reached the broker")
+	}
+	m.Drain()
+	b.lose()
+	select {
+	case <-done: // refused or cancelled: what matters is that it returned
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscribe still waits for its SUBACK after Drain and the connection's loss")
 	}
 }
