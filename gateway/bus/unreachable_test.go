@@ -236,6 +236,19 @@ func (b *silentBroker) serve() {
 	}
 }
 
+// dial connects a transport to the broker, closed when the test ends.
+func (b *silentBroker) dial(t *testing.T, log *slog.Logger) *bus.MQTT {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := bus.DialMQTT(ctx, bus.MQTTConfig{URL: "mqtt://" + b.ln.Addr().String(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
 func (b *silentBroker) lose() {
 	b.ln.Close()
 	select {
@@ -255,14 +268,7 @@ func TestDrainEndsAPublishAwaitingItsAck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := newSilentBroker(t, 3)
 			var logs syncBuffer
-			dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer dcancel()
-			m, err := bus.DialMQTT(dctx, bus.MQTTConfig{URL: "mqtt://" + b.ln.Addr().String(),
-				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = m.Close() })
+			m := b.dial(t, slog.New(slog.NewTextHandler(&logs, nil)))
 			done := make(chan error, 1)
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -300,13 +306,7 @@ func TestDrainEndsAPublishAwaitingItsAck(t *testing.T) {
 // subscription lock, and every unsubscribe of the shutdown behind it.
 func TestDrainEndsASubscribeAwaitingItsAck(t *testing.T) {
 	b := newSilentBroker(t, 8)
-	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer dcancel()
-	m, err := bus.DialMQTT(dctx, bus.MQTTConfig{URL: "mqtt://" + b.ln.Addr().String(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
+	m := b.dial(t, slog.New(slog.DiscardHandler))
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
