@@ -201,3 +201,44 @@ func TestRefusedDelayGrows(t *testing.T) {
 		t.Errorf("refusedDelay 0, 1, 100 = %s, %s, %s; want 500ms, 1s, 30s", refusedDelay(0), refusedDelay(1), refusedDelay(100))
 	}
 }
+
+// TestTimeoutSparesAQueuedVerdict: the engine's timeout skips an execution
+// whose verdict is queued, so a success judged before the deadline is not
+// overwritten with timed_out before the finisher writes it; an overdue
+// execution without a verdict times out in the same pass.
+func TestTimeoutSparesAQueuedVerdict(t *testing.T) {
+	t.Parallel()
+	c, db, es := finisherEnv(t, 2, nil)
+	ctx := context.Background()
+	r, err := db.GetRollout(ctx, es[0].RolloutID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Timeout = time.Minute
+	// The engine saw both in progress two minutes ago (monotonic): both
+	// overdue.
+	for _, e := range es {
+		c.inProgress[execKey{e.RolloutID, e.DeviceID}] = progress{seen: time.Now().Add(-2 * time.Minute)}
+	}
+	// A finisher that takes nothing yet: es[0]'s success waits in the queue.
+	c.verdicts, c.finOpen = make(chan verdictMsg, 2), true
+	if err := c.queueFinish(ctx, es[0], fleet.ExecSucceeded, ""); err != nil {
+		t.Fatal(err)
+	}
+	n := tally{fleet.ExecInProgress: 2}
+	if err := c.timeOut(ctx, r, n, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n[fleet.ExecInProgress] != 1 || n[fleet.ExecTimedOut] != 1 {
+		t.Fatalf("tally after the pass: %v, want one in progress (the queued success) and one timed out", n)
+	}
+	for i, want := range []fleet.ExecState{fleet.ExecInProgress, fleet.ExecTimedOut} {
+		e, err := db.GetExecution(ctx, es[i].RolloutID, es[i].DeviceID)
+		if err != nil || e.State != want {
+			t.Fatalf("%s: %+v, %v; want %s", es[i].DeviceID, e, err, want)
+		}
+	}
+	if m := <-c.verdicts; m.e.DeviceID != es[0].DeviceID || m.to != fleet.ExecSucceeded {
+		t.Fatalf("queued verdict %s %s, want %s succeeded", m.e.DeviceID, m.to, es[0].DeviceID)
+	}
+}
