@@ -31,7 +31,9 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 		if err := m.awaitConnection(ctx); err != nil {
 			return fmt.Errorf("publish %s: waiting for the connection: %w", p.Topic, err)
 		}
-		resp, err := m.publishOnce(ctx, pub)
+		pctx, cancel := m.untilGone(ctx)
+		resp, err := m.cm.Publish(pctx, pub)
+		cancel()
 		if errors.Is(err, autopaho.ConnectionDownError) {
 			continue // dropped between AwaitConnection and Publish (paho.golang#247)
 		}
@@ -46,14 +48,6 @@ func (m *MQTT) Publish(ctx context.Context, p Packet) error {
 		}
 		return nil
 	}
-}
-
-// publishOnce hands pub to paho, and stops waiting for its acknowledgement
-// when the connection is gone after Drain (m.gone).
-func (m *MQTT) publishOnce(ctx context.Context, pub *paho.Publish) (*paho.PublishResponse, error) {
-	pctx, cancel := m.untilGone(ctx)
-	defer cancel()
-	return m.cm.Publish(pctx, pub)
 }
 
 // untilGone is ctx, also ended once the connection is gone after Drain.

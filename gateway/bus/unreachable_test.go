@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/poll"
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // syncBuffer is a log sink safe for the transport's goroutines.
@@ -168,7 +170,7 @@ func TestDrainStopsWaitingForTheBroker(t *testing.T) {
 }
 
 // silentBroker accepts one MQTT connection, acknowledges its CONNECT and
-// pings, reads up to the first packet of type want (3 PUBLISH, 8 SUBSCRIBE)
+// pings, reads up to the first packet of type want (packets.Publish, …)
 // and acknowledges nothing more: the broker of a gateway that dies with that
 // packet in flight. lose closes the connection and the listener, so
 // reconnecting is refused.
@@ -197,41 +199,35 @@ func (b *silentBroker) serve() {
 		return
 	}
 	b.conn <- c
-	buf := make([]byte, 4096)
-	if _, err := c.Read(buf); err != nil { // CONNECT
-		return
-	}
-	// CONNACK, MQTT 5: session present 0, reason success, no properties.
-	if _, err := c.Write([]byte{0x20, 0x03, 0x00, 0x00, 0x00}); err != nil {
-		return
-	}
-	for { // PINGREQ answered, until the wanted packet; a read may hold several
-		n, err := c.Read(buf)
-		if err != nil || n == 0 {
+	r := bufio.NewReader(c)
+	for { // one packet at a time, framed by the fork's decoders
+		b0, err := r.ReadByte()
+		if err != nil {
 			return
 		}
-		for pk := buf[:n]; len(pk) >= 2; {
-			switch pk[0] >> 4 {
-			case 12: // PINGREQ
-				if _, err := c.Write([]byte{0xd0, 0x00}); err != nil {
-					return
-				}
-			case b.want:
-				close(b.published)
-				return
-			}
-			size, used := 0, 1 // the remaining length, a variable byte integer
-			for shift := 0; used < len(pk) && used <= 4; shift += 7 {
-				size |= int(pk[used]&0x7f) << shift
-				used++
-				if pk[used-1]&0x80 == 0 {
-					break
-				}
-			}
-			if used+size > len(pk) {
-				break
-			}
-			pk = pk[used+size:]
+		var fh packets.FixedHeader
+		if err := fh.Decode(b0); err != nil {
+			return
+		}
+		n, _, err := packets.DecodeLength(r)
+		if err != nil {
+			return
+		}
+		if _, err := r.Discard(n); err != nil {
+			return
+		}
+		var reply []byte
+		switch fh.Type {
+		case b.want:
+			close(b.published)
+			return
+		case packets.Connect: // CONNACK, MQTT 5: no session, success, no properties
+			reply = []byte{packets.Connack << 4, 0x03, 0x00, 0x00, 0x00}
+		case packets.Pingreq:
+			reply = []byte{packets.Pingresp << 4, 0x00}
+		}
+		if _, err := c.Write(reply); err != nil {
+			return
 		}
 	}
 }
@@ -266,7 +262,7 @@ func TestDrainEndsAPublishAwaitingItsAck(t *testing.T) {
 	for _, drainFirst := range []bool{true, false} {
 		name := map[bool]string{true: "drained then lost", false: "lost then drained"}[drainFirst]
 		t.Run(name, func(t *testing.T) {
-			b := newSilentBroker(t, 3)
+			b := newSilentBroker(t, packets.Publish)
 			var logs syncBuffer
 			m := b.dial(t, slog.New(slog.NewTextHandler(&logs, nil)))
 			done := make(chan error, 1)
@@ -305,7 +301,7 @@ func TestDrainEndsAPublishAwaitingItsAck(t *testing.T) {
 // The same for a SUBSCRIBE waiting for its SUBACK: it held the transport's
 // subscription lock, and every unsubscribe of the shutdown behind it.
 func TestDrainEndsASubscribeAwaitingItsAck(t *testing.T) {
-	b := newSilentBroker(t, 8)
+	b := newSilentBroker(t, packets.Subscribe)
 	m := b.dial(t, slog.New(slog.DiscardHandler))
 	done := make(chan error, 1)
 	go func() {
