@@ -181,14 +181,29 @@ mod=$(go list -m)
 slow=(cmd/chorus fleet/controller broker device/ovosrt device/agent gateway/wsbus fleet/sqlite device/skillmanager)
 pkgs=("${slow[@]/#/$mod/}")
 mapfile -t -O "${#pkgs[@]}" pkgs < <(go list ./... | grep -vxF -f <(printf '%s\n' "${pkgs[@]}"))
-# As many packages at once as CPUs (go test's default). The suite keeps
-# only 1.5 of 2 CPUs busy that way (204 CPU-s in 137 s, run alone), and
-# three at once took it to 128 s, but the end-to-end tests then met loads
-# that made a stop outlast its bound (TestAgentBrokerUnreachableE2E);
-# TEST_JOBS sets another number.
+# The end-to-end package (cmd/chorus) runs on its own, beside a go test of
+# every other package with as many at once as CPUs (go test's default).
+# Its tests spend most of their ~70 s waiting on the chorus processes,
+# browsers and brokers they start; inside one go test it held one of the
+# two slots all that time (the suite kept 1.5 of 2 CPUs busy, 204 CPU-s in
+# 137 s run alone). Its test binary is compiled first, on its own, so the
+# two go test runs never compile the same packages at once; it then runs
+# under test2json as go test would run it (`go doc cmd/test2json`), from
+# its package directory. TEST_JOBS sets the other run's number of packages
+# at once.
 jobs=${TEST_JOBS:-$(nproc)}
-suite=0
-go test -race -vet=off -trimpath -ldflags=-w -p "$jobs" -json -timeout 30m -count=1 "${pkgs[@]}" 2>&1 | tee "${TEST_JSON:-/dev/null}" | "$tmp/testsummary" || suite=$?
+e2e=$mod/cmd/chorus
+rest=()
+for p in "${pkgs[@]}"; do [ "$p" = "$e2e" ] || rest+=("$p"); done
+suite=0 e2e_built=0
+go test -race -vet=off -trimpath -ldflags=-w -c -o "$tmp/chorus.test" ./cmd/chorus || e2e_built=$?
+run_e2e() {
+  if [ "$e2e_built" != 0 ]; then echo "go test -c ./cmd/chorus failed (above)"; return; fi
+  (cd cmd/chorus && go tool test2json -t -p "$e2e" "$tmp/chorus.test" -test.v=test2json -test.paniconexit0 -test.timeout=30m -test.count=1 2>&1)
+}
+"$tmp/testsummary" -json "${TEST_JSON:-/dev/null}" <(run_e2e) \
+  <(go test -race -vet=off -trimpath -ldflags=-w -p "$jobs" -json -timeout 30m -count=1 "${rest[@]}" 2>&1) || suite=$?
+[ "$e2e_built" = 0 ] || suite=1
 phase "the mochi fork's own tests (broker/mochi, a module of its own: docs/broker.md)"
 # At normal priority, after the suite: several upstream tests give a packet
 # a fixed millisecond on a pipe. Without -race: several race their own pipes.

@@ -1,14 +1,21 @@
-// Command testsummary reads `go test -json` events on stdin and prints what
-// `go test` would (each package's ok/FAIL line, and the whole output of a
-// failing test or package), then a summary: passed, failed and skipped
-// tests per package and the total time. It exits 1 when any package failed
-// or the stream holds no package result. scripts/test.sh pipes the suite
-// through it.
+// Command testsummary reads `go test -json` events and prints what `go test`
+// would (each package's ok/FAIL line, and the whole output of a failing
+// test or package), then a summary: passed, failed and skipped tests per
+// package and the total time. It exits 1 when any package failed or any
+// stream holds no package result.
+//
+//	testsummary [-json FILE] [STREAM...]
+//
+// With no STREAM it reads stdin. Several streams (scripts/test.sh gives two
+// `go test` runs as process substitutions) are read at once and summarised
+// as one suite; -json FILE keeps every line read, whole lines only, so two
+// streams' events never interleave within a line.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -163,27 +170,105 @@ func (s *summary) report() bool {
 	return failedPkgs == 0 && results > 0
 }
 
-func run(in io.Reader, out io.Writer) bool {
-	s := newSummary(out)
+// line is one line of one stream; err ends the stream (io.EOF when it
+// ended cleanly).
+type line struct {
+	stream int
+	text   []byte
+	err    error
+}
+
+// scan sends each line of in to lines, then the reason it ended.
+func scan(stream int, in io.Reader, lines chan<- line) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			fmt.Fprintln(out, sc.Text()) // build errors and the like come as plain text
+		lines <- line{stream: stream, text: slices.Clone(sc.Bytes())}
+	}
+	err := sc.Err()
+	if err == nil {
+		err = io.EOF
+	}
+	lines <- line{stream: stream, err: err}
+}
+
+// run summarises the streams as one suite, copying every line to raw when
+// it is not nil. It is the only owner of the summary: the streams' readers
+// hand it lines over a channel.
+func run(ins []io.Reader, out, raw io.Writer) bool {
+	s := newSummary(out)
+	lines := make(chan line)
+	for i, in := range ins {
+		go scan(i, in, lines)
+	}
+	results := make([]int, len(ins)) // package results per stream
+	ok := true
+	for open := len(ins); open > 0; {
+		l := <-lines
+		if l.err != nil {
+			open--
+			if l.err != io.EOF {
+				fmt.Fprintf(out, "testsummary: reading go test -json (stream %d): %v\n", l.stream+1, l.err)
+				ok = false
+			}
 			continue
+		}
+		if raw != nil {
+			raw.Write(append(l.text, '\n'))
+		}
+		var e event
+		if err := json.Unmarshal(l.text, &e); err != nil {
+			fmt.Fprintln(out, string(l.text)) // build errors and the like come as plain text
+			continue
+		}
+		if e.Package != "" && e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
+			results[l.stream]++
 		}
 		s.add(e)
 	}
-	if err := sc.Err(); err != nil {
-		fmt.Fprintln(out, "testsummary: reading go test -json:", err)
-		return false
+	for i, n := range results {
+		if n == 0 && len(ins) > 1 {
+			fmt.Fprintf(out, "testsummary: stream %d holds no package result (its go test never ran)\n", i+1)
+			ok = false
+		}
 	}
-	return s.report()
+	return s.report() && ok
 }
 
-func main() {
-	if !run(os.Stdin, os.Stdout) {
-		os.Exit(1)
+func main() { os.Exit(summarise()) }
+
+// summarise runs the command and returns its exit code, after the raw copy
+// is flushed and the files are closed.
+func summarise() int {
+	rawPath := flag.String("json", "", "also write every line read to `FILE`")
+	flag.Parse()
+	var raw io.Writer
+	if *rawPath != "" {
+		f, err := os.Create(*rawPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testsummary: keeping the stream:", err)
+			return 2
+		}
+		defer f.Close()
+		w := bufio.NewWriter(f)
+		defer w.Flush()
+		raw = w
 	}
+	ins := []io.Reader{os.Stdin}
+	if flag.NArg() > 0 {
+		ins = ins[:0]
+		for _, name := range flag.Args() {
+			f, err := os.Open(name)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "testsummary: opening a stream:", err)
+				return 2
+			}
+			defer f.Close()
+			ins = append(ins, f)
+		}
+	}
+	if !run(ins, os.Stdout, raw) {
+		return 1
+	}
+	return 0
 }

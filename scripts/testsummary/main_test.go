@@ -1,9 +1,18 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 )
+
+func streams(texts ...string) []io.Reader {
+	var rs []io.Reader
+	for _, t := range texts {
+		rs = append(rs, strings.NewReader(t))
+	}
+	return rs
+}
 
 const stream = `{"Time":"2026-12-02T10:00:00Z","Action":"run","Package":"a","Test":"TestOK"}
 {"Time":"2026-12-02T10:00:00Z","Action":"output","Package":"a","Test":"TestOK","Output":"quiet on pass\n"}
@@ -21,7 +30,7 @@ const stream = `{"Time":"2026-12-02T10:00:00Z","Action":"run","Package":"a","Tes
 // test's output is not; the summary counts each and the run fails.
 func TestSummary(t *testing.T) {
 	var out strings.Builder
-	if run(strings.NewReader(stream), &out) {
+	if run(streams(stream), &out, nil) {
 		t.Fatal("a failed package reported as success")
 	}
 	got := out.String()
@@ -38,13 +47,13 @@ func TestSummary(t *testing.T) {
 // All passing is success; an empty stream (go test never ran) is not.
 func TestSummaryResult(t *testing.T) {
 	var out strings.Builder
-	if !run(strings.NewReader(stream[strings.Index(stream, `{"Time":"2026-12-02T10:00:02Z","Action":"output","Package":"b"`):]), &out) {
+	if !run(streams(stream[strings.Index(stream, `{"Time":"2026-12-02T10:00:02Z","Action":"output","Package":"b"`):]), &out, nil) {
 		t.Fatalf("all passing reported as failure:\n%s", out.String())
 	}
-	if run(strings.NewReader(""), &out) {
+	if run(streams(""), &out, nil) {
 		t.Fatal("an empty stream reported as success")
 	}
-	if run(strings.NewReader("# a\nbuild failed\n"), &out) {
+	if run(streams("# a\nbuild failed\n"), &out, nil) {
 		t.Fatal("a stream with no package result reported as success")
 	}
 }
@@ -60,12 +69,49 @@ func TestSummaryUnfinishedAndBuildErrors(t *testing.T) {
 {"Time":"2026-12-02T10:00:09Z","Action":"fail","Package":"d","Elapsed":0}
 `
 	var out strings.Builder
-	if run(strings.NewReader(in), &out) {
+	if run(streams(in), &out, nil) {
 		t.Fatal("failures reported as success")
 	}
 	for _, want := range []string{"--- UNFINISHED: TestHang", "waiting...", "panic: test timed out", "d/x.go:3:1: syntax error", "packages failed: 2"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// Two streams are one suite: their packages are counted together, every
+// line is kept whole in the raw copy, and a stream that reports no package
+// (its go test died before running any) fails the run even when the other
+// passed.
+func TestSummaryStreams(t *testing.T) {
+	a := `{"Time":"2026-12-02T10:00:00Z","Action":"pass","Package":"a","Test":"TestA","Elapsed":1}
+{"Time":"2026-12-02T10:00:01Z","Action":"pass","Package":"a","Elapsed":1}
+`
+	b := `{"Time":"2026-12-02T10:00:00Z","Action":"pass","Package":"b","Test":"TestB","Elapsed":1}
+{"Time":"2026-12-02T10:00:04Z","Action":"pass","Package":"b","Elapsed":4}
+`
+	var out, raw strings.Builder
+	if !run(streams(a, b), &out, &raw) {
+		t.Fatalf("two passing streams reported as failure:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "2 passed, 0 failed, 0 skipped; packages failed: 0; wall time 4s") {
+		t.Errorf("the streams were not summarised as one suite:\n%s", out.String())
+	}
+	got := strings.Split(strings.TrimSpace(raw.String()), "\n")
+	want := strings.Split(strings.TrimSpace(a+b), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("raw copy has %d lines, want %d:\n%s", len(got), len(want), raw.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(raw.String(), w+"\n") {
+			t.Errorf("raw copy lacks the whole line %s", w)
+		}
+	}
+	out.Reset()
+	if run(streams(a, "go: no such flag -x\n"), &out, nil) {
+		t.Fatal("a stream with no package result reported as success")
+	}
+	if !strings.Contains(out.String(), "stream 2 holds no package result") || !strings.Contains(out.String(), "go: no such flag -x") {
+		t.Errorf("the dead stream is not named, or its text is lost:\n%s", out.String())
 	}
 }
