@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
@@ -77,41 +79,73 @@ func (r *row) rank() int {
 }
 
 // view is the dashboard's copy of the device list, kept current by the
-// change feed (one goroutine writes it: Dashboard.follow); the pages read
-// it under the read lock. It is built from Fleet's ListDevices and
-// DesiredOf, the calls GET /v1/devices makes.
+// change feed while the dashboard is in use (one goroutine writes it:
+// Dashboard.follow); the pages read it under the read lock. It is built
+// from Fleet's ListDevices and DesiredOf, the calls GET /v1/devices makes.
+//
+// While nobody uses the dashboard (no open event stream and no page read
+// within idleAfter) follow drops the rows and the feed: a gateway whose
+// dashboard is closed spends nothing on it during a rollout
+// (docs/dashboard.md "Live updates"). The next reader's ready loads it again.
 type view struct {
 	fleet Fleet
 	log   *slog.Logger
+	now   func() time.Time
 
-	loaded   chan struct{} // closed once the first load ended
-	loadOnce sync.Once
+	want chan struct{} // cap 1: a reader asks follow to load the view
+	used atomic.Int64  // when a reader last called ready (UnixNano)
 
-	mu   sync.RWMutex // guards the fields below
-	rows map[string]*row
-	ids  []string // sorted
-	err  error    // the last load's failure
+	mu       sync.RWMutex // guards the fields below
+	rows     map[string]*row
+	ids      []string      // sorted
+	current  bool          // loaded, and the feed keeps the rows current
+	err      error         // the last load's failure
+	loadDone chan struct{} // closed, then replaced, when a load ends
 }
 
-func newView(f Fleet, log *slog.Logger) *view {
-	return &view{fleet: f, log: log, loaded: make(chan struct{}), rows: map[string]*row{}}
+// idleAfter is how long the view stays current after the last page read
+// when no event stream is open.
+const idleAfter = time.Minute
+
+func newView(f Fleet, log *slog.Logger, now func() time.Time) *view {
+	return &view{fleet: f, log: log, now: now, want: make(chan struct{}, 1),
+		rows: map[string]*row{}, loadDone: make(chan struct{})}
 }
 
-// ready waits for the first load.
+// ready marks the view in use and waits until it is current, asking follow
+// to load it when it is not (the first read after the dashboard was idle).
 func (v *view) ready(ctx context.Context) error {
-	select {
-	case <-v.loaded:
+	v.used.Store(v.now().UnixNano())
+	for {
 		v.mu.RLock()
-		defer v.mu.RUnlock()
-		return v.err
-	case <-ctx.Done():
-		return ctx.Err()
+		current, err, done := v.current, v.err, v.loadDone
+		v.mu.RUnlock()
+		if current {
+			return nil
+		}
+		select {
+		case v.want <- struct{}{}:
+		default:
+		}
+		select {
+		case <-done:
+			v.mu.RLock()
+			current, err = v.current, v.err
+			v.mu.RUnlock()
+			if !current && err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			if err != nil {
+				return err
+			}
+			return ctx.Err()
+		}
 	}
 }
 
-// load reads every device again.
+// load reads every device again; the view is current when it succeeds.
 func (v *view) load(ctx context.Context) {
-	defer v.loadOnce.Do(func() { close(v.loaded) })
 	ds, err := v.fleet.ListDevices(ctx, fleet.DeviceFilter{})
 	rows := make(map[string]*row, len(ds))
 	for _, d := range ds {
@@ -127,15 +161,30 @@ func (v *view) load(ctx context.Context) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	defer func() { close(v.loadDone); v.loadDone = make(chan struct{}) }()
 	if err != nil {
 		if ctx.Err() == nil {
 			v.log.Error("dashboard: load the devices", "error", err)
 		}
-		v.err = err
+		v.current, v.err = false, err
 		return
 	}
-	v.rows, v.err = rows, nil
+	v.rows, v.current, v.err = rows, true, nil
 	v.sort()
+}
+
+// dropIfIdle forgets the rows when no reader called ready within idleAfter
+// and no event stream is open (streams > 0). It decides under the write
+// lock, after which a reader's ready sees the view not current and asks
+// for a load: a page never renders a dropped view.
+func (v *view) dropIfIdle(streams int) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if streams > 0 || v.now().Sub(time.Unix(0, v.used.Load())) < idleAfter {
+		return false
+	}
+	v.rows, v.ids, v.current, v.err = map[string]*row{}, nil, false, nil
+	return true
 }
 
 func (v *view) sort() {
@@ -146,8 +195,8 @@ func (v *view) sort() {
 	slices.Sort(v.ids)
 }
 
-// failed reports whether the last load failed (the next batch of changes
-// loads everything again).
+// failed reports whether the last load failed (the next batch of changes,
+// or the next reader, loads everything again).
 func (v *view) failed() bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
