@@ -23,35 +23,81 @@ func parseReported(raw json.RawMessage) []state.Skill {
 }
 
 // row is one device as the lists show it: the API's view of it (counts and
-// drift computed by api.NewDevice, as GET /v1/devices has them) and its
-// reported skills.
+// drift computed by api.NewDevice, as GET /v1/devices has them) and the
+// skills it reports, reduced to what the lists read.
 type row struct {
 	api.Device
-	Skills []state.Skill
-	Failed []state.Skill // failed or invalid
+	Skills []listedSkill
+	failed int // skills failed or invalid
 }
 
-func newRow(d *fleet.Device, want fleet.Desired) *row {
-	r := &row{Device: api.NewDevice(d, want), Skills: parseReported(d.Reported)}
-	for _, s := range r.Skills {
-		if s.State == state.Failed || s.State == state.Invalid {
-			r.Failed = append(r.Failed, s)
+// listedSkill is what the lists read of one reported skill: gateway/state.Skill
+// without its output lines, requirements and timings, which only a device's
+// own page shows (it reads them from the store).
+type listedSkill struct {
+	ID, Version string
+	State       state.SkillState
+	Error       string
+}
+
+func (s listedSkill) failed() bool { return s.State == state.Failed || s.State == state.Invalid }
+
+// newRow makes d's row. The view passes its interner, so that the strings
+// most devices share (skill ids, versions and states, tags, the agent
+// version) are held once; nil interns nothing. The view's rows drop the
+// connectivity document, which only a device's own page shows.
+func newRow(d *fleet.Device, want fleet.Desired, in *interner) *row {
+	r := &row{Device: api.NewDevice(d, want)}
+	rep := parseReported(d.Reported)
+	r.Skills = make([]listedSkill, len(rep))
+	for i, s := range rep {
+		r.Skills[i] = listedSkill{ID: in.get(s.ID), Version: in.get(s.Version), State: state.SkillState(in.get(string(s.State))), Error: s.Error}
+		if r.Skills[i].failed() {
+			r.failed++
+		}
+	}
+	if in != nil {
+		r.Connectivity = nil
+		r.AgentVersion = in.get(r.AgentVersion)
+		for i, t := range r.Tags {
+			r.Tags[i] = in.get(t)
 		}
 	}
 	return r
 }
 
+// interner holds one copy of each string the view's rows share. The view's
+// goroutine (Dashboard.follow) owns it; it holds at most maxInterned
+// strings, after which the rest are kept as they come, so devices reporting
+// ever new names cannot grow it without bound.
+type interner struct{ m map[string]string }
+
+const maxInterned = 4096
+
+func (in *interner) get(s string) string {
+	if in == nil {
+		return s
+	}
+	if c, ok := in.m[s]; ok {
+		return c
+	}
+	if len(in.m) < maxInterned {
+		in.m[s] = s
+	}
+	return s
+}
+
 // Reason says why the device needs attention, "" when it does not.
 func (r *row) Reason() string {
 	switch {
-	case len(r.Failed) > 0:
-		s := r.Failed[0]
+	case r.failed > 0:
+		s := r.Skills[slices.IndexFunc(r.Skills, listedSkill.failed)]
 		msg := "skill " + s.ID + " " + string(s.State)
 		if s.Error != "" {
 			msg += ": " + s.Error
 		}
-		if len(r.Failed) > 1 {
-			msg += " (and " + itoa(len(r.Failed)-1) + " more)"
+		if r.failed > 1 {
+			msg += " (and " + itoa(r.failed-1) + " more)"
 		}
 		return msg
 	case !r.Online && r.LastSeen.IsZero():
@@ -68,7 +114,7 @@ func (r *row) Reason() string {
 // then drifting.
 func (r *row) rank() int {
 	switch {
-	case len(r.Failed) > 0:
+	case r.failed > 0:
 		return 0
 	case !r.Online:
 		return 1
@@ -92,6 +138,8 @@ type view struct {
 	log   *slog.Logger
 	now   func() time.Time
 
+	names *interner // the rows' shared strings; follow's goroutine owns it
+
 	want chan struct{} // cap 1: a reader asks follow to load the view
 	used atomic.Int64  // when a reader last called ready (UnixNano)
 
@@ -108,7 +156,7 @@ type view struct {
 const idleAfter = time.Minute
 
 func newView(f Fleet, log *slog.Logger, now func() time.Time) *view {
-	return &view{fleet: f, log: log, now: now, want: make(chan struct{}, 1),
+	return &view{fleet: f, log: log, now: now, names: &interner{m: map[string]string{}}, want: make(chan struct{}, 1),
 		rows: map[string]*row{}, loadDone: make(chan struct{})}
 }
 
@@ -154,7 +202,7 @@ func (v *view) load(ctx context.Context) {
 		}
 		var want fleet.Desired
 		if want, err = v.fleet.DesiredOf(ctx, d.ID); err == nil {
-			rows[d.ID] = newRow(d, want)
+			rows[d.ID] = newRow(d, want, v.names)
 		} else if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 			err = nil // removed meanwhile
 		}
@@ -184,6 +232,7 @@ func (v *view) dropIfIdle(streams int) bool {
 		return false
 	}
 	v.rows, v.ids, v.current, v.err = map[string]*row{}, nil, false, nil
+	clear(v.names.m)
 	return true
 }
 
@@ -234,7 +283,7 @@ func (v *view) refresh(ctx context.Context, id string) {
 		}
 	default:
 		_, had := v.rows[id]
-		v.rows[id] = newRow(d, want)
+		v.rows[id] = newRow(d, want, v.names)
 		if !had {
 			v.sort()
 		}
@@ -260,7 +309,7 @@ func (v *view) counts() counts {
 		if r.Drift {
 			c.Drifting++
 		}
-		c.FailedSkills += len(r.Failed)
+		c.FailedSkills += r.failed
 		if r.rank() < 3 {
 			c.Attention++
 		}
@@ -300,7 +349,7 @@ func (f deviceFilter) match(r *row) bool {
 	if f.Tag != "" && !slices.Contains(r.Tags, f.Tag) {
 		return false
 	}
-	if f.Skill != "" && !slices.ContainsFunc(r.Skills, func(s state.Skill) bool { return s.ID == f.Skill }) {
+	if f.Skill != "" && !slices.ContainsFunc(r.Skills, func(s listedSkill) bool { return s.ID == f.Skill }) {
 		return false
 	}
 	switch f.State {
@@ -311,7 +360,7 @@ func (f deviceFilter) match(r *row) bool {
 	case "drift":
 		return r.Drift
 	case "failed":
-		return len(r.Failed) > 0
+		return r.failed > 0
 	case "attention":
 		return r.rank() < 3
 	}
@@ -424,7 +473,7 @@ func (v *view) behind(skill, version string) []string {
 	var out []string
 	for _, id := range v.ids {
 		r := v.rows[id]
-		if !slices.ContainsFunc(r.Skills, func(s state.Skill) bool {
+		if !slices.ContainsFunc(r.Skills, func(s listedSkill) bool {
 			return s.ID == skill && s.Version == version
 		}) {
 			out = append(out, id)
