@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 )
 
@@ -80,7 +81,7 @@ func (a *app) completeIDs(f *fleetFlags, list fleetLister, first bool) cobra.Com
 }
 
 func listDevices(ctx context.Context, c *fleetclient.Client) ([]string, error) {
-	ds, err := c.Devices(ctx, "")
+	ds, err := c.Devices(ctx, fleet.DeviceFilter{})
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
 		ids = append(ids, d.ID)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-edge/chorus/configs"
+	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
 	"github.com/chorus-edge/chorus/gateway/advertise"
@@ -145,7 +146,7 @@ func (a *app) newFleetDeviceListCmd(f *fleetFlags) *cobra.Command {
 		Short:   "List devices: presence, agent, connectivity, skills loaded vs desired, drift",
 		Args:    fleetArgs(0),
 		RunE: a.fleetRunE(f, nil, func(ctx context.Context, c *fleetclient.Client, _ []string) error {
-			devs, err := c.Devices(ctx, tag)
+			devs, err := c.Devices(ctx, fleet.DeviceFilter{Tag: tag})
 			if err != nil {
 				return err
 			}

@@ -22,10 +22,13 @@ type fakeGateway struct {
 	*apiFront
 
 	mu sync.Mutex
-	// script is what successive GET /v1/rollouts/{id} answer; the last one
-	// repeats.
+	// script is what successive polls of GET /v1/rollouts/{id} answer; the
+	// last one repeats. A poll is a read of the counts (?executions=false),
+	// or a full read that does not follow one; a full read right after a
+	// read of the counts answers that step again, with its executions.
 	script     []api.RolloutDetail
 	scriptNext int
+	countsLast bool
 }
 
 func newFakeGateway(t *testing.T) *fakeGateway {
@@ -47,11 +50,19 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 		fakeReply(w, 201, api.RolloutResponse{Rollout: api.Rollout{ID: 2, SkillID: in.SkillID, Version: in.Version,
 			Action: in.Action, Targets: in.Targets, Strategy: in.Strategy, State: fleet.RolloutQueued}})
 	})
-	mux.HandleFunc("GET /v1/rollouts/{id}", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /v1/rollouts/{id}", func(w http.ResponseWriter, r *http.Request) {
+		counts := r.URL.Query().Get("executions") == "false"
 		g.mu.Lock()
-		d := g.script[min(g.scriptNext, len(g.script)-1)]
-		g.scriptNext++
+		if counts || !g.countsLast {
+			g.scriptNext++
+		}
+		d := g.script[min(g.scriptNext-1, len(g.script)-1)]
+		g.countsLast = counts
 		g.mu.Unlock()
+		if counts {
+			fakeReply(w, 200, api.RolloutResponse{Rollout: d.Rollout})
+			return
+		}
 		fakeReply(w, 200, d)
 	})
 	const token = "tok-123"

@@ -277,19 +277,22 @@ func fleetPrefixed(prefix, s string) string {
 	return prefix + s
 }
 
-// pollRollout follows the rollout until it is terminal (fleetclient.WaitRollout),
-// printing progress when it changes. A gateway that stops answering is
+// pollRollout follows the rollout until it is terminal or settled
+// (fleetclient.WaitRollout), printing progress when it changes. While the
+// counts move it reads only them; it reads the executions when they stand
+// still or the rollout ended (WaitOptions.ExecutionsWhenStill). A gateway that stops answering is
 // waited for up to fleetWaitUnreachable, so a restart does not end the wait.
 func (a *app) pollRollout(ctx context.Context, c *fleetclient.Client, id int64, poll time.Duration) (api.RolloutDetail, error) {
 	p := newFleetProgress(a.stderr)
 	p.heartbeat = a.heartbeat
 	defer p.done()
 	return c.WaitRollout(ctx, id, fleetclient.WaitOptions{
-		Interval:      poll,
-		Until:         api.RolloutDetail.Settled,
-		Progress:      func(d api.RolloutDetail) { p.show(progressLine(d.Rollout)) },
-		Unreachable:   fleetWaitUnreachable,
-		OnUnreachable: func() { p.show(fmt.Sprintf("rollout %d: gateway not answering, retrying", id)) },
+		Interval:            poll,
+		Until:               api.RolloutDetail.Settled,
+		ExecutionsWhenStill: true, // a moving rollout is polled by its counts
+		Progress:            func(d api.RolloutDetail) { p.show(progressLine(d.Rollout)) },
+		Unreachable:         fleetWaitUnreachable,
+		OnUnreachable:       func() { p.show(fmt.Sprintf("rollout %d: gateway not answering, retrying", id)) },
 	})
 }
 

@@ -580,6 +580,12 @@ func TestFleetWait(t *testing.T) {
 			api.Execution{DeviceID: "hall", State: "succeeded", Reason: "installed, waiting for internet"},
 			api.Execution{DeviceID: "porch", State: "queued", Reason: "offline since 2026-11-29T19:00:00Z", Blocked: true}),
 	}
+	// follow is what following the rollout requests: n reads of the counts
+	// (the moving ones, and a repeat when the rollout stands still), then
+	// one full read for the executions of the terminal or settled answer.
+	follow := func(n int) []string {
+		return append(slices.Repeat([]string{"GET /v1/rollouts/2?executions=false"}, n), "GET /v1/rollouts/2")
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -596,29 +602,28 @@ func TestFleetWait(t *testing.T) {
 				"rollout 2 in_progress: 2/3 succeeded, 0 failed, 1 in progress\n",
 				"rollout 2 succeeded: 3/3 succeeded, 0 failed, 0 in progress\n"},
 			wantStdout: "rollout 2 succeeded: install on 3 devices\n",
-			wantCalls: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts",
-				"GET /v1/rollouts/2", "GET /v1/rollouts/2", "GET /v1/rollouts/2", "GET /v1/rollouts/2"}},
+			wantCalls:  append([]string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts"}, follow(4)...)},
 		{name: "install failed", args: []string{"install", "weather", "--all", "--wait"}, script: failed, wantCode: 1,
 			wantStderr: []string{
 				"rollout 2 failed: 1/3 succeeded, 1 failed, 0 in progress, 1 timed out\n",
 				"  hall: failed: sha256 mismatch\n", "  porch: timed_out\n",
 				"chorus: rollout 2 failed: failure threshold 20% reached\n"},
-			wantCalls: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts", "GET /v1/rollouts/2", "GET /v1/rollouts/2"}},
+			wantCalls: append([]string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts"}, follow(2)...)},
 		{name: "install not done", args: []string{"install", "weather", "--all", "--wait"}, script: notDone, wantCode: 3,
 			wantStderr: []string{
 				"rollout 2 in_progress: 2/3 succeeded, 0 failed, 0 in progress, 1 queued\n",
 				"  porch: queued: offline since 2026-11-29T19:00:00Z\n",
 				"chorus: rollout 2 not done: every online device finished; 1 left waiting for offline devices (listed above); " +
 					"it goes on: `chorus fleet rollout watch 2`\n"},
-			wantCalls: []string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts", "GET /v1/rollouts/2", "GET /v1/rollouts/2"}},
+			wantCalls: append([]string{"GET /v1/skills/resolve?q=weather", "POST /v1/rollouts"}, follow(3)...)},
 		{name: "watch not done", args: []string{"rollout", "watch", "2"}, script: notDone, wantCode: 3,
-			wantStderr: []string{"  porch: queued: offline since"}, wantCalls: slices.Repeat([]string{"GET /v1/rollouts/2"}, 2)},
+			wantStderr: []string{"  porch: queued: offline since"}, wantCalls: follow(3)},
 		{name: "watch succeeded", args: []string{"rollout", "watch", "2"}, script: succeeded,
 			wantStderr: []string{"rollout 2 in_progress: 1/3 succeeded, 0 failed, 1 in progress, 1 queued\n"},
-			wantStdout: "rollout 2 succeeded", wantCalls: slices.Repeat([]string{"GET /v1/rollouts/2"}, 4)},
+			wantStdout: "rollout 2 succeeded", wantCalls: follow(4)},
 		{name: "watch failed", args: []string{"rollout", "watch", "2"}, script: failed, wantCode: 1,
 			wantStderr: []string{"chorus: rollout 2 failed: failure threshold 20% reached\n"},
-			wantCalls:  slices.Repeat([]string{"GET /v1/rollouts/2"}, 2)},
+			wantCalls:  follow(2)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,6 +38,12 @@ func (c *Controller) GetRollout(ctx context.Context, id int64) (*fleet.Rollout, 
 	return r, execs, c.explain(ctx, r, execs)
 }
 
+// Rollout returns a rollout with its counts, without its executions: what a
+// client following a large rollout polls (GET /v1/rollouts/{id}?executions=false).
+func (c *Controller) Rollout(ctx context.Context, id int64) (*fleet.Rollout, error) {
+	return c.store.GetRollout(ctx, id)
+}
+
 // ListRollouts returns the rollouts f selects, newest first.
 func (c *Controller) ListRollouts(ctx context.Context, f fleet.RolloutFilter) ([]*fleet.Rollout, error) {
 	return c.store.ListRollouts(ctx, f)

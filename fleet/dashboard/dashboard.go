@@ -129,8 +129,9 @@ type Dashboard struct {
 	once   sync.Once
 }
 
-// New starts the dashboard's view of the fleet (loaded in the background)
-// and its change feed. Close stops them.
+// New starts the goroutine that keeps the dashboard's view of the fleet;
+// the view is loaded, and the change feed subscribed, when a page first
+// needs it. Close stops them.
 func New(cfg Config) (*Dashboard, error) {
 	if cfg.Fleet == nil || cfg.Subscribe == nil {
 		return nil, errors.New("dashboard: Fleet and Subscribe are required")
@@ -146,30 +147,59 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, err
 	}
 	d := &Dashboard{cfg: cfg, log: cfg.Logger, pages: pages, auth: newSessions(cfg.Token, cfg.Now)}
-	d.view = newView(cfg.Fleet, cfg.Logger)
+	d.view = newView(cfg.Fleet, cfg.Logger, cfg.Now)
 	d.hub = newHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	feed, unsubscribe := cfg.Subscribe()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		defer unsubscribe()
-		d.follow(ctx, feed)
+		d.follow(ctx)
 	}()
 	d.mux = d.routes()
 	return d, nil
 }
 
-// follow is the one goroutine that owns the view's updates: it loads the
-// view, then applies each batch of changes and tells the open pages.
-func (d *Dashboard) follow(ctx context.Context, feed Feed) {
-	d.view.load(ctx)
+// follow is the one goroutine that owns the view's updates. It waits until
+// a reader wants the view, subscribes to the change feed, loads the view,
+// and keeps it current until the dashboard is idle; then it ends the
+// subscription and drops the view, and waits again.
+func (d *Dashboard) follow(ctx context.Context) {
+	defer d.hub.close()
 	for {
 		select {
 		case <-ctx.Done():
-			d.hub.close()
 			return
+		case <-d.view.want:
+		}
+		// Subscribe before loading: a change made during the load is
+		// applied after it, none is lost.
+		feed, unsubscribe := d.cfg.Subscribe()
+		d.view.load(ctx)
+		d.keepCurrent(ctx, feed)
+		unsubscribe()
+	}
+}
+
+// keepCurrent applies each batch of changes to the view and tells the open
+// pages, until ctx ends or the view was dropped as idle.
+func (d *Dashboard) keepCurrent(ctx context.Context, feed Feed) {
+	idle := time.NewTicker(idleCheck)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-idle.C:
+			if d.view.dropIfIdle(d.hub.open()) {
+				return
+			}
+			continue
+		case <-d.view.want: // a reader after a failed load
+			if d.view.failed() {
+				d.view.load(ctx)
+			}
+			continue
 		case <-feed.Wake():
 		}
 		subjects, all := feed.Take()
@@ -185,6 +215,9 @@ func (d *Dashboard) follow(ctx context.Context, feed Feed) {
 		}
 	}
 }
+
+// idleCheck is how often keepCurrent asks whether the view is idle.
+const idleCheck = 10 * time.Second
 
 // viewGap is the least time between two batches the view applies: a device
 // that changes many times a second (a rollout's desired document, then its

@@ -105,7 +105,7 @@ func (d *Dashboard) device(w http.ResponseWriter, r *http.Request, ss session) {
 		d.fail(w, r, ss, err)
 		return
 	}
-	row := newRow(dev, want)
+	row := newRow(dev, want, nil)
 	data := deviceData{Row: row, TagText: strings.Join(row.Tags, " ")}
 	if c, ok := row.ParseConnectivity(); ok {
 		data.Connectivity.Network, data.Connectivity.Internet, data.Connectivity.GUI = yesNo(c.Network), yesNo(c.Internet), yesNo(c.GUI)
@@ -115,7 +115,7 @@ func (d *Dashboard) device(w http.ResponseWriter, r *http.Request, ss session) {
 	if d.cfg.Birth != nil {
 		data.Birth, data.HasBirth = d.cfg.Birth(id)
 	}
-	data.Skills = skillRows(want, row.Skills)
+	data.Skills = skillRows(want, parseReported(dev.Reported))
 	if data.Catalog, err = d.cfg.Fleet.ListSkills(ctx); err != nil {
 		d.fail(w, r, ss, err)
 		return

@@ -82,11 +82,27 @@ func (h *hub) publish(subjects []string, all bool) {
 
 func (h *hub) close() { close(h.closed) }
 
+// open is how many event streams are open.
+func (h *hub) open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ls)
+}
+
 // events is the page's Server-Sent Events stream: "change" events whose
 // data is the changed subjects separated by spaces ("*" for everything),
 // after the view applied them, and a comment every 25 s to keep proxies
 // from closing it.
-func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ session) {
+func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, ss session) {
+	// The stream counts as a reader from here on, and the view is current
+	// (its feed subscribed) before the stream says hello: every change
+	// after the hello reaches the stream.
+	l, done := d.hub.add()
+	defer done()
+	if err := d.view.ready(r.Context()); err != nil {
+		d.fail(w, r, ss, err)
+		return
+	}
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -95,8 +111,6 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ session) {
 	if rc.Flush() != nil {
 		return
 	}
-	l, done := d.hub.add()
-	defer done()
 	ping := time.NewTicker(25 * time.Second)
 	defer ping.Stop()
 	for {

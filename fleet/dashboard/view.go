@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
@@ -21,35 +23,81 @@ func parseReported(raw json.RawMessage) []state.Skill {
 }
 
 // row is one device as the lists show it: the API's view of it (counts and
-// drift computed by api.NewDevice, as GET /v1/devices has them) and its
-// reported skills.
+// drift computed by api.NewDevice, as GET /v1/devices has them) and the
+// skills it reports, reduced to what the lists read.
 type row struct {
 	api.Device
-	Skills []state.Skill
-	Failed []state.Skill // failed or invalid
+	Skills []listedSkill
+	failed int // skills failed or invalid
 }
 
-func newRow(d *fleet.Device, want fleet.Desired) *row {
-	r := &row{Device: api.NewDevice(d, want), Skills: parseReported(d.Reported)}
-	for _, s := range r.Skills {
-		if s.State == state.Failed || s.State == state.Invalid {
-			r.Failed = append(r.Failed, s)
+// listedSkill is what the lists read of one reported skill: gateway/state.Skill
+// without its output lines, requirements and timings, which only a device's
+// own page shows (it reads them from the store).
+type listedSkill struct {
+	ID, Version string
+	State       state.SkillState
+	Error       string
+}
+
+func (s listedSkill) failed() bool { return s.State == state.Failed || s.State == state.Invalid }
+
+// newRow makes d's row. The view passes its interner, so that the strings
+// most devices share (skill ids, versions and states, tags, the agent
+// version) are held once; nil interns nothing. The view's rows drop the
+// connectivity document, which only a device's own page shows.
+func newRow(d *fleet.Device, want fleet.Desired, in *interner) *row {
+	r := &row{Device: api.NewDevice(d, want)}
+	rep := parseReported(d.Reported)
+	r.Skills = make([]listedSkill, len(rep))
+	for i, s := range rep {
+		r.Skills[i] = listedSkill{ID: in.get(s.ID), Version: in.get(s.Version), State: state.SkillState(in.get(string(s.State))), Error: s.Error}
+		if r.Skills[i].failed() {
+			r.failed++
+		}
+	}
+	if in != nil {
+		r.Connectivity = nil
+		r.AgentVersion = in.get(r.AgentVersion)
+		for i, t := range r.Tags {
+			r.Tags[i] = in.get(t)
 		}
 	}
 	return r
 }
 
+// interner holds one copy of each string the view's rows share. The view's
+// goroutine (Dashboard.follow) owns it; it holds at most maxInterned
+// strings, after which the rest are kept as they come, so devices reporting
+// ever new names cannot grow it without bound.
+type interner struct{ m map[string]string }
+
+const maxInterned = 4096
+
+func (in *interner) get(s string) string {
+	if in == nil {
+		return s
+	}
+	if c, ok := in.m[s]; ok {
+		return c
+	}
+	if len(in.m) < maxInterned {
+		in.m[s] = s
+	}
+	return s
+}
+
 // Reason says why the device needs attention, "" when it does not.
 func (r *row) Reason() string {
 	switch {
-	case len(r.Failed) > 0:
-		s := r.Failed[0]
+	case r.failed > 0:
+		s := r.Skills[slices.IndexFunc(r.Skills, listedSkill.failed)]
 		msg := "skill " + s.ID + " " + string(s.State)
 		if s.Error != "" {
 			msg += ": " + s.Error
 		}
-		if len(r.Failed) > 1 {
-			msg += " (and " + itoa(len(r.Failed)-1) + " more)"
+		if r.failed > 1 {
+			msg += " (and " + itoa(r.failed-1) + " more)"
 		}
 		return msg
 	case !r.Online && r.LastSeen.IsZero():
@@ -66,7 +114,7 @@ func (r *row) Reason() string {
 // then drifting.
 func (r *row) rank() int {
 	switch {
-	case len(r.Failed) > 0:
+	case r.failed > 0:
 		return 0
 	case !r.Online:
 		return 1
@@ -77,41 +125,75 @@ func (r *row) rank() int {
 }
 
 // view is the dashboard's copy of the device list, kept current by the
-// change feed (one goroutine writes it: Dashboard.follow); the pages read
-// it under the read lock. It is built from Fleet's ListDevices and
-// DesiredOf, the calls GET /v1/devices makes.
+// change feed while the dashboard is in use (one goroutine writes it:
+// Dashboard.follow); the pages read it under the read lock. It is built
+// from Fleet's ListDevices and DesiredOf, the calls GET /v1/devices makes.
+//
+// While nobody uses the dashboard (no open event stream and no page read
+// within idleAfter) follow drops the rows and the feed: a gateway whose
+// dashboard is closed spends nothing on it during a rollout
+// (docs/dashboard.md "Live updates"). The next reader's ready loads it again.
 type view struct {
 	fleet Fleet
 	log   *slog.Logger
+	now   func() time.Time
 
-	loaded   chan struct{} // closed once the first load ended
-	loadOnce sync.Once
+	names *interner // the rows' shared strings; follow's goroutine owns it
 
-	mu   sync.RWMutex // guards the fields below
-	rows map[string]*row
-	ids  []string // sorted
-	err  error    // the last load's failure
+	want chan struct{} // cap 1: a reader asks follow to load the view
+	used atomic.Int64  // when a reader last called ready (UnixNano)
+
+	mu       sync.RWMutex // guards the fields below
+	rows     map[string]*row
+	ids      []string      // sorted
+	current  bool          // loaded, and the feed keeps the rows current
+	err      error         // the last load's failure
+	loadDone chan struct{} // closed, then replaced, when a load ends
 }
 
-func newView(f Fleet, log *slog.Logger) *view {
-	return &view{fleet: f, log: log, loaded: make(chan struct{}), rows: map[string]*row{}}
+// idleAfter is how long the view stays current after the last page read
+// when no event stream is open.
+const idleAfter = time.Minute
+
+func newView(f Fleet, log *slog.Logger, now func() time.Time) *view {
+	return &view{fleet: f, log: log, now: now, names: &interner{m: map[string]string{}}, want: make(chan struct{}, 1),
+		rows: map[string]*row{}, loadDone: make(chan struct{})}
 }
 
-// ready waits for the first load.
+// ready marks the view in use and waits until it is current, asking follow
+// to load it when it is not (the first read after the dashboard was idle).
 func (v *view) ready(ctx context.Context) error {
-	select {
-	case <-v.loaded:
+	v.used.Store(v.now().UnixNano())
+	for {
 		v.mu.RLock()
-		defer v.mu.RUnlock()
-		return v.err
-	case <-ctx.Done():
-		return ctx.Err()
+		current, err, done := v.current, v.err, v.loadDone
+		v.mu.RUnlock()
+		if current {
+			return nil
+		}
+		select {
+		case v.want <- struct{}{}:
+		default:
+		}
+		select {
+		case <-done:
+			v.mu.RLock()
+			current, err = v.current, v.err
+			v.mu.RUnlock()
+			if !current && err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			if err != nil {
+				return err
+			}
+			return ctx.Err()
+		}
 	}
 }
 
-// load reads every device again.
+// load reads every device again; the view is current when it succeeds.
 func (v *view) load(ctx context.Context) {
-	defer v.loadOnce.Do(func() { close(v.loaded) })
 	ds, err := v.fleet.ListDevices(ctx, fleet.DeviceFilter{})
 	rows := make(map[string]*row, len(ds))
 	for _, d := range ds {
@@ -120,22 +202,38 @@ func (v *view) load(ctx context.Context) {
 		}
 		var want fleet.Desired
 		if want, err = v.fleet.DesiredOf(ctx, d.ID); err == nil {
-			rows[d.ID] = newRow(d, want)
+			rows[d.ID] = newRow(d, want, v.names)
 		} else if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 			err = nil // removed meanwhile
 		}
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	defer func() { close(v.loadDone); v.loadDone = make(chan struct{}) }()
 	if err != nil {
 		if ctx.Err() == nil {
 			v.log.Error("dashboard: load the devices", "error", err)
 		}
-		v.err = err
+		v.current, v.err = false, err
 		return
 	}
-	v.rows, v.err = rows, nil
+	v.rows, v.current, v.err = rows, true, nil
 	v.sort()
+}
+
+// dropIfIdle forgets the rows when no reader called ready within idleAfter
+// and no event stream is open (streams > 0). It decides under the write
+// lock, after which a reader's ready sees the view not current and asks
+// for a load: a page never renders a dropped view.
+func (v *view) dropIfIdle(streams int) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if streams > 0 || v.now().Sub(time.Unix(0, v.used.Load())) < idleAfter {
+		return false
+	}
+	v.rows, v.ids, v.current, v.err = map[string]*row{}, nil, false, nil
+	clear(v.names.m)
+	return true
 }
 
 func (v *view) sort() {
@@ -146,8 +244,8 @@ func (v *view) sort() {
 	slices.Sort(v.ids)
 }
 
-// failed reports whether the last load failed (the next batch of changes
-// loads everything again).
+// failed reports whether the last load failed (the next batch of changes,
+// or the next reader, loads everything again).
 func (v *view) failed() bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -185,7 +283,7 @@ func (v *view) refresh(ctx context.Context, id string) {
 		}
 	default:
 		_, had := v.rows[id]
-		v.rows[id] = newRow(d, want)
+		v.rows[id] = newRow(d, want, v.names)
 		if !had {
 			v.sort()
 		}
@@ -211,7 +309,7 @@ func (v *view) counts() counts {
 		if r.Drift {
 			c.Drifting++
 		}
-		c.FailedSkills += len(r.Failed)
+		c.FailedSkills += r.failed
 		if r.rank() < 3 {
 			c.Attention++
 		}
@@ -251,7 +349,7 @@ func (f deviceFilter) match(r *row) bool {
 	if f.Tag != "" && !slices.Contains(r.Tags, f.Tag) {
 		return false
 	}
-	if f.Skill != "" && !slices.ContainsFunc(r.Skills, func(s state.Skill) bool { return s.ID == f.Skill }) {
+	if f.Skill != "" && !slices.ContainsFunc(r.Skills, func(s listedSkill) bool { return s.ID == f.Skill }) {
 		return false
 	}
 	switch f.State {
@@ -262,7 +360,7 @@ func (f deviceFilter) match(r *row) bool {
 	case "drift":
 		return r.Drift
 	case "failed":
-		return len(r.Failed) > 0
+		return r.failed > 0
 	case "attention":
 		return r.rank() < 3
 	}
@@ -375,7 +473,7 @@ func (v *view) behind(skill, version string) []string {
 	var out []string
 	for _, id := range v.ids {
 		r := v.rows[id]
-		if !slices.ContainsFunc(r.Skills, func(s state.Skill) bool {
+		if !slices.ContainsFunc(r.Skills, func(s listedSkill) bool {
 			return s.ID == skill && s.Version == version
 		}) {
 			out = append(out, id)

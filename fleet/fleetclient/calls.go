@@ -15,11 +15,16 @@ import (
 // The calls, one per row of docs/api.md, in its order. Each decodes into
 // the fleet/api type the server encodes.
 
-// Devices lists the devices, only those tagged tag when tag is not "".
-func (c *Client) Devices(ctx context.Context, tag string) ([]api.Device, error) {
-	var q url.Values
-	if tag != "" {
-		q = url.Values{"tag": {tag}}
+// Devices lists the devices f selects: those tagged f.Tag when it is not
+// "", only the online or offline ones when f.Online is set (GET
+// /v1/devices?tag=T&online=B).
+func (c *Client) Devices(ctx context.Context, f fleet.DeviceFilter) ([]api.Device, error) {
+	q := url.Values{}
+	if f.Tag != "" {
+		q.Set("tag", f.Tag)
+	}
+	if f.Online != nil {
+		q.Set("online", strconv.FormatBool(*f.Online))
 	}
 	var out api.DevicesResponse
 	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/devices", query: q, out: &out})
@@ -182,6 +187,14 @@ func (c *Client) Rollout(ctx context.Context, id int64) (api.RolloutDetail, erro
 	var out api.RolloutDetail
 	err := c.do(ctx, request{method: http.MethodGet, path: rolloutPath(id), out: &out})
 	return out, err
+}
+
+// RolloutSummary returns a rollout with its counts, without its executions
+// (GET /v1/rollouts/{id}?executions=false): the poll of a large rollout.
+func (c *Client) RolloutSummary(ctx context.Context, id int64) (api.Rollout, error) {
+	var out api.RolloutResponse
+	err := c.do(ctx, request{method: http.MethodGet, path: rolloutPath(id), query: url.Values{"executions": {"false"}}, out: &out})
+	return out.Rollout, err
 }
 
 // PauseRollout stops starting new executions.

@@ -188,10 +188,16 @@ func (k *contract) devices() (pass string) {
 	if _, err := c.AddDevice(ctx, "pi-2", nil); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := c.Devices(ctx, "kitchen")
+	ds, err := c.Devices(ctx, fleet.DeviceFilter{Tag: "kitchen"})
 	k.call("Devices", err)
 	if len(ds) != 1 || ds[0].ID != "pi-1" || ds[0].Online || string(ds[0].Connectivity) != "{}" {
 		t.Errorf("Devices(kitchen) = %+v", ds)
+	}
+	for _, online := range []bool{false, true} { // neither has connected
+		got, err := c.Devices(ctx, fleet.DeviceFilter{Online: &online})
+		if want := map[bool]int{false: 2, true: 0}[online]; err != nil || len(got) != want {
+			t.Errorf("Devices(online=%v) = %d devices, %v; want %d", online, len(got), err, want)
+		}
 	}
 	if _, ok := ds[0].ParseConnectivity(); ok {
 		t.Error("connectivity reported before the device said anything")
@@ -382,6 +388,11 @@ func (k *contract) rollouts(v fleet.SkillVersion) {
 	if len(d.Executions) != 1 || d.Executions[0].DeviceID != "pi-2" || !d.Executions[0].Canary || d.Executions[0].RolloutID != r.ID {
 		t.Errorf("Rollout executions = %+v, want pi-2 as the canary", d.Executions)
 	}
+	sum, err := c.RolloutSummary(ctx, r.ID)
+	k.call("RolloutSummary", err)
+	if sum.ID != r.ID || sum.Counts != d.Rollout.Counts || sum.Counts.Queued != 1 {
+		t.Errorf("RolloutSummary = %+v, want the counts of %+v", sum, d.Rollout)
+	}
 	// pi-2 never connected: its execution says so and is blocked, so a
 	// wait for what online devices can do is over at once.
 	if x := d.Executions[0]; x.State != fleet.ExecQueued || x.Reason != "offline" || !x.Blocked || !d.Settled() {
@@ -390,6 +401,12 @@ func (k *contract) rollouts(v fleet.SkillVersion) {
 	if s, err := c.WaitRollout(ctx, r.ID, fleetclient.WaitOptions{Interval: 10 * time.Millisecond, Until: api.RolloutDetail.Settled}); err != nil ||
 		s.Rollout.Terminal() || len(s.Unfinished()) != 1 {
 		t.Errorf("WaitRollout until settled = %+v, %v", s, err)
+	}
+	// Followed by its counts, the rollout stands still; then the answer
+	// has the executions and is settled.
+	if s, err := c.WaitRollout(ctx, r.ID, fleetclient.WaitOptions{Interval: 10 * time.Millisecond, Until: api.RolloutDetail.Settled,
+		ExecutionsWhenStill: true}); err != nil || s.Rollout.Terminal() || len(s.Unfinished()) != 1 {
+		t.Errorf("WaitRollout until settled, executions when still = %+v, %v", s, err)
 	}
 	_, err = c.CreateRollout(ctx, api.RolloutRequest{SkillID: v.SkillID, Action: fleet.RolloutInstall,
 		Targets: []fleet.Target{fleet.DeviceTarget("pi-2")}, Strategy: api.Strategy{RatePerMin: -1}})
@@ -420,6 +437,10 @@ func (k *contract) rollouts(v fleet.SkillVersion) {
 	k.call("WaitRollout", err)
 	if d.Rollout.State != fleet.RolloutAborted || len(d.Executions) != 1 || d.Executions[0].State != fleet.ExecCanceled {
 		t.Errorf("WaitRollout = %+v %+v", d.Rollout, d.Executions)
+	}
+	if d, err := c.WaitRollout(ctx, r.ID, fleetclient.WaitOptions{Interval: 10 * time.Millisecond, CountsOnly: true}); err != nil ||
+		d.Rollout.State != fleet.RolloutAborted || d.Rollout.Counts.Canceled != 1 || d.Executions != nil {
+		t.Errorf("WaitRollout, counts only = %+v %+v, %v", d.Rollout, d.Executions, err)
 	}
 }
 
@@ -501,7 +522,7 @@ func (k *contract) errors() {
 		t.Errorf("bad id: %v", err)
 	}
 	wrong, _ := fleetclient.New(fleetclient.Config{BaseURL: k.base, Token: "wrong", HTTPClient: &http.Client{Transport: k.rec}})
-	if _, err := wrong.Devices(ctx, ""); !fleetclient.IsCode(err, api.CodeUnauthorized) {
+	if _, err := wrong.Devices(ctx, fleet.DeviceFilter{}); !fleetclient.IsCode(err, api.CodeUnauthorized) {
 		t.Errorf("wrong token: %v", err)
 	}
 }

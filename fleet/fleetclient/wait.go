@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/chorus-edge/chorus/fleet/api"
@@ -25,11 +24,19 @@ type WaitOptions struct {
 	// once. OnUnreachable, when set, is told when it stops answering.
 	Unreachable   time.Duration
 	OnUnreachable func()
-	// CountsOnly polls GET /v1/rollouts, the rollouts with their counts,
-	// instead of GET /v1/rollouts/{id}, whose executions grow with the fleet:
-	// for fleets of thousands followed at a short interval. The answer's
-	// Executions are then nil.
+	// CountsOnly polls the rollout without its executions (GET
+	// /v1/rollouts/{id}?executions=false), whose number grows with the
+	// fleet: for fleets of thousands followed at a short interval. The
+	// answers' Executions are then nil.
 	CountsOnly bool
+	// ExecutionsWhenStill polls as CountsOnly does, and reads the
+	// executions too (GET /v1/rollouts/{id}) when the rollout is terminal or
+	// its state and counts are those of the previous answer: the answers
+	// Until and Progress see carry the executions exactly then. A rollout
+	// that is settled (api.RolloutDetail.Settled) stands still, so waiting
+	// for that ends at most one interval later than without this, and a
+	// terminal answer always has its executions.
+	ExecutionsWhenStill bool
 }
 
 func (o *WaitOptions) setDefaults() {
@@ -51,8 +58,9 @@ func (c *Client) WaitRollout(ctx context.Context, id int64, o WaitOptions) (api.
 	o.setDefaults()
 	var last api.RolloutDetail
 	var downSince time.Time
+	p := &poller{c: c, id: id, o: o}
 	for {
-		d, err := c.pollRollout(ctx, id, o.CountsOnly)
+		d, err := p.poll(ctx)
 		var unreachable *UnreachableError
 		switch {
 		case errors.As(err, &unreachable) && ctx.Err() == nil:
@@ -86,18 +94,27 @@ func (c *Client) WaitRollout(ctx context.Context, id int64, o WaitOptions) (api.
 	}
 }
 
-func (c *Client) pollRollout(ctx context.Context, id int64, countsOnly bool) (api.RolloutDetail, error) {
-	if !countsOnly {
-		return c.Rollout(ctx, id)
+// poller reads the rollout as the options ask, remembering the last
+// summary to tell when the rollout stands still.
+type poller struct {
+	c    *Client
+	id   int64
+	o    WaitOptions
+	last *api.Rollout
+}
+
+func (p *poller) poll(ctx context.Context) (api.RolloutDetail, error) {
+	if !p.o.CountsOnly && !p.o.ExecutionsWhenStill {
+		return p.c.Rollout(ctx, p.id)
 	}
-	rs, err := c.Rollouts(ctx, "")
+	r, err := p.c.RolloutSummary(ctx, p.id)
 	if err != nil {
 		return api.RolloutDetail{}, err
 	}
-	for _, r := range rs {
-		if r.ID == id {
-			return api.RolloutDetail{Rollout: r}, nil
-		}
+	still := p.last != nil && p.last.State == r.State && p.last.Counts == r.Counts
+	p.last = &r
+	if p.o.ExecutionsWhenStill && (still || r.Terminal()) {
+		return p.c.Rollout(ctx, p.id)
 	}
-	return api.RolloutDetail{}, &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf("rollout %d not found", id)}
+	return api.RolloutDetail{Rollout: r}, nil
 }

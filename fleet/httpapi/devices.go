@@ -18,6 +18,14 @@ func (s *Server) view(r *http.Request, d *fleet.Device) (api.Device, error) {
 
 func (s *Server) listDevices(w http.ResponseWriter, r *http.Request) {
 	f := fleet.DeviceFilter{Tag: r.URL.Query().Get("tag")}
+	if r.URL.Query().Get("online") != "" {
+		online, err := boolQuery(r, "online", false)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		f.Online = &online
+	}
 	ds, err := s.cfg.Fleet.ListDevices(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)

@@ -42,6 +42,7 @@ type Fleet interface {
 	CreateRollout(ctx context.Context, actor string, r *fleet.Rollout) (*fleet.Rollout, error)
 	ListRollouts(ctx context.Context, f fleet.RolloutFilter) ([]*fleet.Rollout, error)
 	GetRollout(ctx context.Context, id int64) (*fleet.Rollout, []*fleet.Execution, error)
+	Rollout(ctx context.Context, id int64) (*fleet.Rollout, error)
 	PauseRollout(ctx context.Context, actor string, id int64) (*fleet.Rollout, error)
 	ResumeRollout(ctx context.Context, actor string, id int64) (*fleet.Rollout, error)
 	AbortRollout(ctx context.Context, actor string, id int64, rollback bool) (*fleet.Rollout, error)

@@ -46,12 +46,28 @@ func (s *Server) getRollout(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ro, execs, err := s.cfg.Fleet.GetRollout(r.Context(), id)
+	execs, err := boolQuery(r, "executions", true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.RolloutDetail{Rollout: api.NewRollout(ro), Executions: api.NewExecutions(execs)})
+	if !execs {
+		// The counts alone: a follower's poll costs one rollout, not one
+		// row per device (docs/api.md).
+		ro, err := s.cfg.Fleet.Rollout(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.RolloutResponse{Rollout: api.NewRollout(ro)})
+		return
+	}
+	ro, list, err := s.cfg.Fleet.GetRollout(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RolloutDetail{Rollout: api.NewRollout(ro), Executions: api.NewExecutions(list)})
 }
 
 func (s *Server) pauseRollout(w http.ResponseWriter, r *http.Request) {

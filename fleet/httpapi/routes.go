@@ -118,6 +118,20 @@ func intQuery(r *http.Request, name string) (int, error) {
 	return n, nil
 }
 
+// boolQuery reads a "true" or "false" query parameter; absent is def.
+func boolQuery(r *http.Request, name string, def bool) (bool, error) {
+	switch raw := r.URL.Query().Get(name); raw {
+	case "":
+		return def, nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, fleet.Errorf(fleet.EINVALID, "%s %q: want true or false", name, raw)
+	}
+}
+
 func rolloutID(r *http.Request) (int64, error) {
 	raw := r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
