@@ -191,10 +191,15 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	agents := map[string]*proc{}
+	// A killed agent shows offline once its Will is published, will_delay
+	// after the broker saw the connection drop: 1 s here (agent.will_delay,
+	// its minimum; 5 s by default).
+	agentConfig := filepath.Join(work, "agent.json")
+	writeFile(t, agentConfig, `{"agent": {"will_delay": 1}}`)
 	for _, d := range devices {
 		creds := filepath.Join(work, d+".json")
 		mustChorus(t, work, fleetArgs("fleet", "device", "add", d, "--tag", "kitchen", "--credentials-out", creds)...)
-		agents[d] = startChorus(t, work, "agent", "--credentials", creds, "--data-dir", filepath.Join(work, "agent-"+d),
+		agents[d] = startChorus(t, work, "agent", "--config", agentConfig, "--credentials", creds, "--data-dir", filepath.Join(work, "agent-"+d),
 			"--skills", t.TempDir(), "--ws-listen", "off")
 	}
 

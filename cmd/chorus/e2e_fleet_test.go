@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/loopbackport"
 )
 
 // runChorus runs one chorus command to completion and returns its output.
@@ -122,12 +123,14 @@ func waitAllSkills(t *testing.T, c *brokertest.Client, devices []string, cond fu
 // brings back the registry, the catalog and the assignments: an agent with
 // its old credentials and an empty disk converges on the restored gateway.
 //
-// Serial (no t.Parallel): the restored gateway listens on the first one's
-// ports; a test running alongside could be handed one while it is free.
+// The restored gateway listens on the first one's ports, which are its own
+// (gateway/loopbackport: no 127.0.0.1:0 listener is handed one while it is
+// free), so the test runs beside others.
 func TestBackupRestoreE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gwA := filepath.Join(work, "gateway-a")
-	g := startChorus(t, work, "gateway", "--data-dir", gwA, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	g := startChorus(t, work, "gateway", "--data-dir", gwA, "--mqtt-listen", loopbackport.Addr(t), "--http-listen", loopbackport.Addr(t))
 	up := waitUp(t, g, gwA)
 	creds := filepath.Join(work, "pi-1.json")
 	mustChorus(t, work, "fleet", "device", "add", "pi-1", "--tag", "kitchen", "--credentials-out", creds, "--data-dir", gwA)
