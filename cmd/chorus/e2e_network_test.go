@@ -24,8 +24,7 @@ import (
 // join token, is refused by the broker while pending and comes online once
 // accepted; `install --all --wait` with one satellite offline ends, names it
 // and exits 3 (point 4).
-func TestFleetOnANetworkE2E(t *testing.T) {
-	t.Parallel()
+func testFleetOnANetworkE2E(t *testing.T) { // TestFleetOnANetworkE2E (zz_longest_first_test.go)
 	lab := newNetLab(t)
 	gwNode, piNode := lab.node("gw"), lab.node("pi")
 	work := t.TempDir()
