@@ -76,10 +76,10 @@ func TestFleetE2E(t *testing.T) {
 	}
 
 	mustChorus(t, work, fleetArgs("fleet", "install", "fleet.hello", "--tag", "kitchen", "--canary", "1",
-		"--timeout", "60s", "--wait")...)
+		"--timeout", "60s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
 
-	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
+	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.hello"]; return !ok })
 
 	list := mustChorus(t, work, fleetArgs("fleet", "device", "list")...)
@@ -138,7 +138,11 @@ func TestBackupRestoreE2E(t *testing.T) {
 	skill := filepath.Join(work, "fleet.hello")
 	writeFleetSkill(t, skill, "fleet.hello", "1.0.0")
 	mustChorus(t, work, "fleet", "skill", "publish", skill, "--data-dir", gwA)
-	mustChorus(t, work, "fleet", "install", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--data-dir", gwA)
+	// install --wait ends once every online device finished: pi-1 must be
+	// online first, or it ends at once with pi-1 waiting offline (exit 3),
+	// as it did under load once the test ran beside others.
+	waitOnline(t, work, gwA, map[string]bool{"pi-1": true})
+	mustChorus(t, work, "fleet", "install", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--poll-interval", "200ms", "--data-dir", gwA)
 
 	archive := filepath.Join(work, "backup.tar.gz")
 	mustChorus(t, work, "gateway", "backup", archive, "--data-dir", gwA)

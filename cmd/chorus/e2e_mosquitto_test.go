@@ -102,7 +102,7 @@ func TestMosquittoPortabilityE2E(t *testing.T) {
 
 	checkMosquittoACL(t, addr, creds, up, ctlPass)
 
-	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
+	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.hello"]; return !ok })
 }
 

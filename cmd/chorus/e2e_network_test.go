@@ -157,7 +157,7 @@ func testFleetOnANetworkE2E(t *testing.T) { // TestFleetOnANetworkE2E (zz_longes
 	skill := filepath.Join(work, "net.hello")
 	writeFleetSkill(t, skill, "net.hello", "1.0.0")
 	gwNode.mustIn(t, work, "fleet", "skill", "publish", skill, "--data-dir", gwData)
-	out, err = gwNode.runIn(t, work, "fleet", "install", "net.hello", "--all", "--timeout", "60s", "--wait",
+	out, err = gwNode.runIn(t, work, "fleet", "install", "net.hello", "--all", "--timeout", "60s", "--wait", "--poll-interval", "200ms",
 		"--poll-interval", "200ms", "--data-dir", gwData)
 	if code := exitCode(err); code != 3 || !strings.Contains(out, "pi-bedroom") || !strings.Contains(out, "offline") {
 		t.Fatalf("install --all --wait with pi-bedroom offline: exit %d, want 3 naming it offline\n%s", code, out)
