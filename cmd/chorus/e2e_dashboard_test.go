@@ -48,7 +48,12 @@ type browser struct {
 	shots string
 }
 
-func newBrowser(t *testing.T) *browser {
+// startBrowser starts chromium in the background and returns a function
+// that waits until it is up and returns it: chromium takes seconds to start
+// (2.5-5 s on a loaded 2-core machine), time the test spends starting its
+// gateway and agents meanwhile. The wait is on the test's goroutine (it
+// may fail t).
+func startBrowser(t *testing.T) func() *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox, chromedp.DisableGPU,
@@ -58,9 +63,22 @@ func newBrowser(t *testing.T) *browser {
 	actx, cancelAlloc := chromedp.NewExecAllocator(life, opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelLife() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser; no timeout on this first call (chromedp.Run)
-		t.Fatalf("start chromium: %v", err)
+	started := make(chan error, 1) // buffered: a test that failed meanwhile never receives
+	go func() {
+		started <- chromedp.Do(ctx) // starts the browser; no timeout on this first call (chromedp.Run)
+	}()
+	return func() *browser {
+		t.Helper()
+		if err := <-started; err != nil {
+			t.Fatalf("start chromium: %v", err)
+		}
+		return newBrowser(t, ctx)
 	}
+}
+
+// newBrowser drives the started browser of ctx.
+func newBrowser(t *testing.T, ctx context.Context) *browser {
+	t.Helper()
 	// Confirmation dialogs (abort, remove) are accepted, as an operator would.
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	go func() {
@@ -171,9 +189,8 @@ func (b *browser) fetchStatus(what, js string) int {
 
 // The issue's browser scenario: a real gateway with real agents, the
 // dashboard in headless chromium.
-func TestDashboardBrowserE2E(t *testing.T) {
-	t.Parallel()
-	chromiumPath(t)
+func testDashboardBrowserE2E(t *testing.T) { // TestDashboardBrowserE2E (zz_longest_first_test.go)
+	browserUp := startBrowser(t)
 	work := t.TempDir()
 	gw := filepath.Join(work, "gateway")
 	g := startChorus(t, work, "gateway", "--data-dir", gw, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
@@ -191,14 +208,19 @@ func TestDashboardBrowserE2E(t *testing.T) {
 	fleetArgs := func(args ...string) []string { return append(args, "--data-dir", gw) }
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	agents := map[string]*proc{}
+	// A killed agent shows offline once its Will is published, will_delay
+	// after the broker saw the connection drop: 1 s here (agent.will_delay,
+	// its minimum; 5 s by default).
+	agentConfig := filepath.Join(work, "agent.json")
+	writeFile(t, agentConfig, `{"agent": {"will_delay": 1}}`)
 	for _, d := range devices {
 		creds := filepath.Join(work, d+".json")
 		mustChorus(t, work, fleetArgs("fleet", "device", "add", d, "--tag", "kitchen", "--credentials-out", creds)...)
-		agents[d] = startChorus(t, work, "agent", "--credentials", creds, "--data-dir", filepath.Join(work, "agent-"+d),
+		agents[d] = startChorus(t, work, "agent", "--config", agentConfig, "--credentials", creds, "--data-dir", filepath.Join(work, "agent-"+d),
 			"--skills", t.TempDir(), "--ws-listen", "off")
 	}
 
-	b := newBrowser(t)
+	b := browserUp()
 	base := up.HTTPURL
 
 	// Signed out: the pages send to the sign-in form.

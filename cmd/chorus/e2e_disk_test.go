@@ -75,9 +75,10 @@ func integrityCheck(t *testing.T, path string) string {
 // integrity_check and every device whose add succeeded is there, the ones
 // stored before the limit included.
 //
-// Serial (no t.Parallel): the gateway is restarted on the ports its first run
-// was given; a test running alongside could be handed one while it is free.
+// The gateway is restarted on the ports its first run was given, which are
+// its own (startFaultFleet), so the test runs beside others.
 func TestDiskFullE2E(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		if os.Getenv("CI") == "" {
 			t.Skip("prlimit missing (util-linux): the disk-full end-to-end test needs it")

@@ -24,10 +24,10 @@ import (
 // integration added later logs in; a rotation refuses the old secret and
 // admits the new one; removing the device refuses the device and its skill.
 //
-// Serial (no t.Parallel): Mosquitto listens on a port picked free before it
-// starts (mosquittotest); a test running alongside could be handed that port
-// in between.
+// Mosquitto listens on a port of its own, picked before it starts
+// (mosquittotest, gateway/loopbackport), so the test runs beside others.
 func TestMosquittoDynsecLiveE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gw := startMosquittoGateway(t, work, "--mosquitto-dynsec")
 	mq, ctlPass, up, fleetArgs := gw.mq, gw.ctlPass, gw.up, gw.fleetArgs

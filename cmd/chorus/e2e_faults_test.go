@@ -36,6 +36,7 @@ import (
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/fleetclient"
+	"github.com/chorus-edge/chorus/gateway/loopbackport"
 	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
@@ -65,12 +66,15 @@ func startFaultFleet(t *testing.T, tag string, devices ...string) *faultFleet {
 }
 
 // startFaultFleetConfig is startFaultFleet with the gateway's config file
-// (JSON; "" = none).
+// (JSON; "" = none). The gateway listens on ports of its own below the
+// kernel's ephemeral range (gateway/loopbackport), so a test that restarts it
+// on them, or needs one to stay unbound once it stops, can run beside
+// others: no 127.0.0.1:0 listener is handed one while it is free.
 func startFaultFleetConfig(t *testing.T, config, tag string, devices ...string) *faultFleet {
 	t.Helper()
 	work := t.TempDir()
 	f := &faultFleet{t: t, work: work, gwData: filepath.Join(work, "gateway"), agents: map[string]*proc{}}
-	args := []string{"gateway", "--data-dir", f.gwData, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}
+	args := []string{"gateway", "--data-dir", f.gwData, "--mqtt-listen", loopbackport.Addr(t), "--http-listen", loopbackport.Addr(t)}
 	if config != "" {
 		path := filepath.Join(work, "gateway.json")
 		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
@@ -408,9 +412,10 @@ func TestFaultsTamperedArtifactAborts(t *testing.T) {
 // packet id, so after a restart its resend dropped the device's connection
 // on every reconnect (broker/store_hooks.go, message).
 //
-// Serial (no t.Parallel): the gateway is restarted on the ports its first run
-// was given; a test running alongside could be handed one while it is free.
+// The gateway is restarted on the ports its first run was given, which are
+// its own (startFaultFleet), so the test runs beside others.
 func TestFaultsControllerKillResume(t *testing.T) {
+	t.Parallel()
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	f := startFaultFleet(t, "hall", devices...)
 	// pi-3's download is held in the proxy, so the kill finds pi-1 and
@@ -606,18 +611,22 @@ func TestFaultsDeviceRemovalRevokes(t *testing.T) {
 }
 
 // The Will of a revoked agent's dropped connection (retained "offline",
-// published by the broker after the agent's 5 s will delay) must be cleared
-// again by the controller, so a removed device keeps no retained topic.
+// published by the broker after the agent's will delay, agent.will_delay,
+// here its minimum of 1 s) must be cleared again by the controller, so a
+// removed device keeps no retained topic.
 //
 // Regression: mochi's sendDelayedLWT hands a Will to subscribers before it
 // retains it, so the controller's clear could land first and the Will's
 // "offline" stayed retained. The broker now drops the Will of a client it
 // disconnects for revoked credentials (broker.SetTable).
-func TestFaultsRevokedWillCleared(t *testing.T) {
-	t.Parallel()
+func testFaultsRevokedWillCleared(t *testing.T) { // TestFaultsRevokedWillCleared (zz_longest_first_test.go)
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	// The crowd below is 200 connections of one integration account.
 	f := startFaultFleetConfig(t, `{"broker": {"limits": {"integration": {"connections": -1}}}}`, "hall", devices...)
+	// The Will comes 1 s after the connection drops (agent.will_delay; 5 s
+	// by default), so the watch below, will delay + 3 s, is 4 s, not 8.
+	f.agentConfig = filepath.Join(f.work, "agent.json")
+	writeFile(t, f.agentConfig, `{"agent": {"will_delay": 1}}`)
 	for _, d := range devices {
 		f.startAgent(d)
 	}
@@ -635,7 +644,7 @@ func TestFaultsRevokedWillCleared(t *testing.T) {
 	for _, d := range devices {
 		f.mustFleet("device", "rm", d)
 	}
-	// The agents' Will delay is 5 s: watch the retained state for longer
+	// The agents' Will delay is 1 s: watch the retained state for 3 s longer
 	// than that. It must become empty and stay empty: no late "offline".
 	removed := time.Now()
 	for _, d := range devices {
@@ -647,13 +656,13 @@ func TestFaultsRevokedWillCleared(t *testing.T) {
 			t.Fatalf("%v: %v", err, got)
 		}
 	}
-	for time.Since(removed) < 8*time.Second {
+	for time.Since(removed) < 4*time.Second {
 		for _, d := range devices {
 			if got := f.retained(t, d); len(got) > 0 {
 				t.Fatalf("retained %s topics reappeared %s after the removal: %v", d, time.Since(removed), got)
 			}
 		}
-		time.Sleep(250 * time.Millisecond) // poll interval, bounded by the 8 s window
+		time.Sleep(250 * time.Millisecond) // poll interval, bounded by the 4 s window
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
+	"github.com/chorus-edge/chorus/gateway/loopbackport"
 )
 
 // runChorus runs one chorus command to completion and returns its output.
@@ -75,10 +76,10 @@ func TestFleetE2E(t *testing.T) {
 	}
 
 	mustChorus(t, work, fleetArgs("fleet", "install", "fleet.hello", "--tag", "kitchen", "--canary", "1",
-		"--timeout", "60s", "--wait")...)
+		"--timeout", "60s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { return s["fleet.hello"] == "loaded" })
 
-	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
+	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.hello"]; return !ok })
 
 	list := mustChorus(t, work, fleetArgs("fleet", "device", "list")...)
@@ -122,12 +123,14 @@ func waitAllSkills(t *testing.T, c *brokertest.Client, devices []string, cond fu
 // brings back the registry, the catalog and the assignments: an agent with
 // its old credentials and an empty disk converges on the restored gateway.
 //
-// Serial (no t.Parallel): the restored gateway listens on the first one's
-// ports; a test running alongside could be handed one while it is free.
+// The restored gateway listens on the first one's ports, which are its own
+// (gateway/loopbackport: no 127.0.0.1:0 listener is handed one while it is
+// free), so the test runs beside others.
 func TestBackupRestoreE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gwA := filepath.Join(work, "gateway-a")
-	g := startChorus(t, work, "gateway", "--data-dir", gwA, "--mqtt-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	g := startChorus(t, work, "gateway", "--data-dir", gwA, "--mqtt-listen", loopbackport.Addr(t), "--http-listen", loopbackport.Addr(t))
 	up := waitUp(t, g, gwA)
 	creds := filepath.Join(work, "pi-1.json")
 	mustChorus(t, work, "fleet", "device", "add", "pi-1", "--tag", "kitchen", "--credentials-out", creds, "--data-dir", gwA)
@@ -135,7 +138,11 @@ func TestBackupRestoreE2E(t *testing.T) {
 	skill := filepath.Join(work, "fleet.hello")
 	writeFleetSkill(t, skill, "fleet.hello", "1.0.0")
 	mustChorus(t, work, "fleet", "skill", "publish", skill, "--data-dir", gwA)
-	mustChorus(t, work, "fleet", "install", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--data-dir", gwA)
+	// install --wait ends once every online device finished: pi-1 must be
+	// online first, or it ends at once with pi-1 waiting offline (exit 3),
+	// as it did under load once the test ran beside others.
+	waitOnline(t, work, gwA, map[string]bool{"pi-1": true})
+	mustChorus(t, work, "fleet", "install", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--poll-interval", "200ms", "--data-dir", gwA)
 
 	archive := filepath.Join(work, "backup.tar.gz")
 	mustChorus(t, work, "gateway", "backup", archive, "--data-dir", gwA)

@@ -25,6 +25,7 @@ import (
 // process) nor goes unnoticed: it is logged as ignored, the gateway still
 // answers, and SIGTERM still stops it cleanly (issue 16 §7).
 func TestSIGHUPE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	p := startChorus(t, work, "up", "--data-dir", data, "--skills", mustAbs(t, "../../configs/skills"),
@@ -54,6 +55,7 @@ func TestSIGHUPE2E(t *testing.T) {
 // broker's store, up.json, the local credentials, the operator token) is
 // 0600, in 0700 directories (issue 16 §7).
 func TestDataDirPrivateE2E(t *testing.T) {
+	t.Parallel()
 	f := startFaultFleet(t, "hall", "pi-1")
 	f.mustFleet("device", "add", "pi-2", "--credentials-out", f.creds("pi-2"))
 	secret := map[string]bool{"fleet.db": true, "fleet.db-wal": true, "fleet.db-shm": true,
@@ -113,6 +115,7 @@ func waitCount(t *testing.T, p *proc, s string, n int) {
 // second agent on one machine) stops with an error that names --ws-listen
 // (issue 16 §8).
 func TestSecondAgentWSPortE2E(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +143,7 @@ func TestSecondAgentWSPortE2E(t *testing.T) {
 // ends with exit 0 and without a WARN or ERROR line (issue 16 §8): skills
 // disconnecting while the broker writes to them is normal at a stop.
 func TestCleanInterruptE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	p := startChorus(t, work, "up", "--data-dir", data, "--device", "pi-int", "--skills", mustAbs(t, "../../configs/skills"),

@@ -29,10 +29,10 @@ import (
 // derived credentials (skills.credentials "derived"). scripts/test.sh
 // installs Mosquitto; in CI a missing mosquitto is a failure, not a skip.
 //
-// Serial (no t.Parallel): Mosquitto listens on a port picked free and keeps
-// it across Restart (mosquittotest); a test running alongside could be
-// handed that port in between.
+// Mosquitto listens on a port of its own and keeps it across Restart
+// (mosquittotest, gateway/loopbackport), so the test runs beside others.
 func TestMosquittoPortabilityE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	gw := startMosquittoGateway(t, work)
 	mq, ctlPass, up, fleetArgs := gw.mq, gw.ctlPass, gw.up, gw.fleetArgs
@@ -102,7 +102,7 @@ func TestMosquittoPortabilityE2E(t *testing.T) {
 
 	checkMosquittoACL(t, addr, creds, up, ctlPass)
 
-	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait")...)
+	mustChorus(t, work, fleetArgs("fleet", "uninstall", "fleet.hello", "--tag", "kitchen", "--timeout", "60s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s["fleet.hello"]; return !ok })
 }
 

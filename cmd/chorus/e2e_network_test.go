@@ -24,8 +24,7 @@ import (
 // join token, is refused by the broker while pending and comes online once
 // accepted; `install --all --wait` with one satellite offline ends, names it
 // and exits 3 (point 4).
-func TestFleetOnANetworkE2E(t *testing.T) {
-	t.Parallel()
+func testFleetOnANetworkE2E(t *testing.T) { // TestFleetOnANetworkE2E (zz_longest_first_test.go)
 	lab := newNetLab(t)
 	gwNode, piNode := lab.node("gw"), lab.node("pi")
 	work := t.TempDir()
@@ -158,7 +157,7 @@ func TestFleetOnANetworkE2E(t *testing.T) {
 	skill := filepath.Join(work, "net.hello")
 	writeFleetSkill(t, skill, "net.hello", "1.0.0")
 	gwNode.mustIn(t, work, "fleet", "skill", "publish", skill, "--data-dir", gwData)
-	out, err = gwNode.runIn(t, work, "fleet", "install", "net.hello", "--all", "--timeout", "60s", "--wait",
+	out, err = gwNode.runIn(t, work, "fleet", "install", "net.hello", "--all", "--timeout", "60s", "--wait", "--poll-interval", "200ms",
 		"--poll-interval", "200ms", "--data-dir", gwData)
 	if code := exitCode(err); code != 3 || !strings.Contains(out, "pi-bedroom") || !strings.Contains(out, "offline") {
 		t.Fatalf("install --all --wait with pi-bedroom offline: exit %d, want 3 naming it offline\n%s", code, out)

@@ -17,8 +17,7 @@ import (
 // agents, which install its wheel offline and run it under the (stand-in)
 // launcher; the uninstall removes it with its Python packages; an archive
 // with a broken wheel fails the execution with pip's error.
-func TestFleetOVOSSkillE2E(t *testing.T) {
-	t.Parallel()
+func testFleetOVOSSkillE2E(t *testing.T) { // TestFleetOVOSSkillE2E (zz_longest_first_test.go)
 	launcher := ovostest.Launcher(t)
 	ovostest.NeedPip(t)
 	work := t.TempDir()
@@ -50,7 +49,7 @@ func TestFleetOVOSSkillE2E(t *testing.T) {
 		t.Fatalf("pack: %s", out)
 	}
 	mustChorus(t, work, fleetArgs("fleet", "skill", "publish", archive)...)
-	mustChorus(t, work, fleetArgs("fleet", "install", helloOVOS, "--tag", "kitchen", "--timeout", "120s", "--wait")...)
+	mustChorus(t, work, fleetArgs("fleet", "install", helloOVOS, "--tag", "kitchen", "--timeout", "120s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { return s[helloOVOS] == "loaded" })
 	for _, d := range devices {
 		site := filepath.Join(work, "agent-"+d, "agents", d, "installed", helloOVOS, "site", ovostest.Module, "__init__.py")
@@ -59,7 +58,7 @@ func TestFleetOVOSSkillE2E(t *testing.T) {
 		}
 	}
 
-	mustChorus(t, work, fleetArgs("fleet", "uninstall", helloOVOS, "--tag", "kitchen", "--timeout", "120s", "--wait")...)
+	mustChorus(t, work, fleetArgs("fleet", "uninstall", helloOVOS, "--tag", "kitchen", "--timeout", "120s", "--wait", "--poll-interval", "200ms")...)
 	waitAllSkills(t, obs, devices, func(s map[string]string) bool { _, ok := s[helloOVOS]; return !ok })
 	for _, d := range devices {
 		if _, err := os.Stat(filepath.Join(work, "agent-"+d, "agents", d, "installed", helloOVOS)); !os.IsNotExist(err) {
@@ -73,7 +72,7 @@ func TestFleetOVOSSkillE2E(t *testing.T) {
 	os.WriteFile(filepath.Join(bad, "SKILL.md"), []byte("---\nname: broken.ovos\nversion: 1.0.0\ndescription: A broken wheel.\nruntime: ovos\n---\n"), 0o644)
 	os.WriteFile(filepath.Join(bad, "wheels", "broken-1.0-py3-none-any.whl"), []byte("not a wheel"), 0o644)
 	mustChorus(t, work, fleetArgs("fleet", "skill", "publish", bad)...)
-	out, err := runChorus(t, work, fleetArgs("fleet", "install", "broken.ovos", "--device", "pi-a", "--timeout", "120s", "--wait")...)
+	out, err := runChorus(t, work, fleetArgs("fleet", "install", "broken.ovos", "--device", "pi-a", "--timeout", "120s", "--wait", "--poll-interval", "200ms")...)
 	if err == nil || !strings.Contains(out, "pip install broken-1.0-py3-none-any.whl") || !strings.Contains(out, "is invalid") {
 		t.Fatalf("install of a broken wheel: %v\n%s", err, out)
 	}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/fleet/api"
 	"github.com/chorus-edge/chorus/fleet/hadiscovery"
+	"github.com/chorus-edge/chorus/gateway/loopbackport"
 	"github.com/chorus-edge/chorus/gateway/poll"
 )
 
@@ -29,9 +29,10 @@ import (
 // while the gateway was down shows offline within presence.grace (registry
 // and retained availability) while one that reconnected stays online.
 //
-// Serial (no t.Parallel): the gateway is restarted on the ports its first run
-// was given; a test running alongside could be handed one while it is free.
+// The gateway is restarted on the ports its first run was given, which are
+// its own (startFaultFleet), so the test runs beside others.
 func TestPresenceE2E(t *testing.T) {
+	t.Parallel()
 	f := startFaultFleetConfig(t, `{"presence": {"grace": 3}}`, "room", "pi-a", "pi-b")
 	f.startAgent("pi-a")
 	f.startAgent("pi-b")
@@ -169,17 +170,13 @@ func TestDataDirLockE2E(t *testing.T) {
 // stops promptly on SIGTERM: at start (nothing listens) and while running
 // (the gateway went away).
 //
-// Serial (no t.Parallel): it needs a port it freed to stay unbound
-// (connection refused), and then its gateway's freed port; a test running
-// alongside could be handed either.
+// It needs a port nothing listens on (connection refused), and then its
+// gateway's freed port, to stay unbound: both are ports of its own
+// (gateway/loopbackport, startFaultFleet), so it runs beside others.
 func TestAgentBrokerUnreachableE2E(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopbackport.Addr(t)
 	creds := filepath.Join(work, "pi.json")
 	if err := configs.WriteAgentCredentials(creds, configs.AgentCredentials{Device: "pi", MQTTURL: "mqtt://" + addr,
 		Username: "pi", Password: "secret", SkillKey: base64.StdEncoding.EncodeToString(make([]byte, 32)), KeyVersion: 1}); err != nil {

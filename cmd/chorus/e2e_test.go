@@ -7,7 +7,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,8 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +24,7 @@ import (
 	"github.com/chorus-edge/chorus/configs"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 	"github.com/chorus-edge/chorus/gateway/poll"
+	"github.com/chorus-edge/chorus/gateway/testparallel"
 )
 
 var chorusBin string
@@ -39,14 +37,9 @@ var chorusBin string
 const e2eParallel = 4
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && runtime.GOMAXPROCS(0) < e2eParallel {
-		if err := flag.Set("test.parallel", strconv.Itoa(e2eParallel)); err != nil {
-			fmt.Fprintln(os.Stderr, "set -test.parallel:", err)
-			os.Exit(1)
-		}
+	if err := testparallel.AtLeast(e2eParallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	chorusbin.Main(m, &chorusBin, (*testing.M).Run)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 	"github.com/chorus-edge/chorus/gateway/leakcheck"
 	"github.com/chorus-edge/chorus/gateway/state"
+	"github.com/chorus-edge/chorus/gateway/testparallel"
 )
 
 const wait = 15 * time.Second
@@ -38,6 +39,13 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv("CHORUS_AGENT_CHILD") != "" {
 		os.Exit(runChild())
+	}
+	// Four tests at a time (go test's default is GOMAXPROCS, 2 here): each
+	// has its own broker, data dirs and skill uid range, and mostly waits
+	// on its agent's processes and messages.
+	if err := testparallel.AtLeast(4); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(leakcheck.Run(m)) // docs/testing.md: no goroutine of ours outlives the tests
 }
@@ -123,6 +131,7 @@ func sessionOf(m *paho.Publish) string {
 }
 
 func TestBirthAndCleanShutdown(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, err := Start(context.Background(), f.cfg)
 	if err != nil {
@@ -161,6 +170,7 @@ func TestBirthAndCleanShutdown(t *testing.T) {
 // kill -9 of the agent: the broker publishes the Will, offline with the
 // session of the connection that died.
 func TestWillOnKill9(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	child, err := json.Marshal(childConfig{Device: "pi-1", MQTTURL: f.cfg.MQTTURL, Password: f.dev.Secret,
 		DataDir: f.cfg.DataDir, Seed: f.dev.Key.Seed(), Skills: f.cfg.Skills})
@@ -196,6 +206,7 @@ var zeroTime time.Time
 // connectivity topic reports the network up (the interface lister is faked;
 // no network is touched).
 func TestNetworkMonitorReachesConnectivity(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.cfg.Interfaces = func() ([]connectivity.Interface, error) {
 		return []connectivity.Interface{{Name: "eth0", Up: true, Addrs: []string{"192.0.2.10/24"}}}, nil

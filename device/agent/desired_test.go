@@ -46,6 +46,7 @@ func artifactServer(t *testing.T, user, pass, id string) (*httptest.Server, arti
 // The agent installs what the retained desired document names and reports
 // it loaded, fleet-managed, with the applied version.
 func TestDesiredInstallsAndReports(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	srv, info := artifactServer(t, "pi-1", f.dev.Secret, "fleet.skill")
 	f.cfg.ServerURL = srv.URL

@@ -122,6 +122,7 @@ func (r *requester) answerTo(t *testing.T, corr []byte, d time.Duration) answer 
 // TestInstallRequestChecks covers what the agent answers without asking
 // the gateway: the closed gate, no packages, a URL, and the topics.
 func TestInstallRequestChecks(t *testing.T) {
+	t.Parallel()
 	pkgs := map[string]any{"packages": []any{"hello.test"}}
 	tests := []struct {
 		name          string
@@ -197,6 +198,7 @@ func startBusAgent(t *testing.T, allowPip bool, serverURL string) *requester {
 // A request naming another installer is left to it: no answer at all. The
 // barrier, a request of the same type sent after it, is answered first.
 func TestInstallRequestOtherServiceIgnored(t *testing.T) {
+	t.Parallel()
 	for _, gate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("allow_pip=%v", gate), func(t *testing.T) {
 			r := startBusAgent(t, gate, "")
@@ -340,6 +342,7 @@ func (e *fleetEnv) skillsUntil(t *testing.T, what string, ok func(map[string]rep
 // is loaded and fleet-managed, so the reconciler keeps it. Uninstall takes
 // it away the same way. An unknown skill fails validation.
 func TestInstallRequestThroughGateway(t *testing.T) {
+	t.Parallel()
 	e := newFleetEnv(t)
 	e.publish(t, "hello.test", "1.0.0")
 
@@ -391,6 +394,7 @@ func TestInstallRequestThroughGateway(t *testing.T) {
 // fails with the install error and the installer's reason, at once rather
 // than at the end of the wait.
 func TestInstallRequestApplyFails(t *testing.T) {
+	t.Parallel()
 	e := newFleetEnv(t)
 	sum := e.publish(t, "hello.test", "1.0.0")
 	if err := os.Remove(filepath.Join(e.artDir, sum)); err != nil {

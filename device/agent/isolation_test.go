@@ -46,6 +46,7 @@ exec sleep 600
 // (issue 14, finding 1: a skill's run.sh read the credentials file and took
 // over the device).
 func TestSkillCannotReadAgentSecretsOrSignalIt(t *testing.T) {
+	t.Parallel()
 	skillusertest.RequireRoot(t)
 	f := newFixture(t)
 	creds := filepath.Join(skillusertest.OpenDir(t), "agent.json")
@@ -110,6 +111,7 @@ func waitReport(t *testing.T, path string) map[string]string {
 // shutdown leaves nothing either (issue 14, finding 4: the orphan ran on,
 // next to the duplicate the restarted agent started).
 func TestNoOrphansAfterAgentKill(t *testing.T) {
+	t.Parallel()
 	skillusertest.RequireRoot(t)
 	for _, isolation := range []string{IsolationUID, IsolationNone} {
 		t.Run(isolation, func(t *testing.T) {
@@ -214,6 +216,7 @@ func alive(pid int) bool {
 // in the directories it opens private (the gateway's database under chorus
 // up), and leaves directories and others' files alone.
 func TestMakeSearchable(t *testing.T) {
+	t.Parallel()
 	skillusertest.RequireRoot(t)
 	root := filepath.Join(t.TempDir(), "data")
 	dir := filepath.Join(root, "agents", "pi-1")

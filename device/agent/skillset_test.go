@@ -18,6 +18,7 @@ import (
 // skill/<id>/set deactivates the skill (the skills topic follows, the
 // choice is persisted), ON activates it again; other payloads change nothing.
 func TestSkillSwitch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	integ, secret := brokertest.NewIntegration(t, "ha")
 	f.b = brokertest.Start(t, broker.Config{}, f.dev.Account, integ)

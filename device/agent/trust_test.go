@@ -75,6 +75,7 @@ func (f *fixture) connectivityReport(t *testing.T, ok func(map[string]any) bool)
 // internet stays down and the internet-only skill waits (issue 14, finding 3:
 // the agent logged internet=true source=phal and loaded it).
 func TestSkillCannotFakeConnectivity(t *testing.T) {
+	t.Parallel()
 	f := trustFixture(t)
 	root := f.cfg.Bundled[0]
 	testSkill(t, root, "spoofer.skill", "[]", "message", "mode:phal-spoofer")
@@ -101,6 +102,7 @@ func TestSkillCannotFakeConnectivity(t *testing.T) {
 // source=phal. The plugin connects after the agent first asked (services
 // start next to the agent): the repeated question reaches it.
 func TestPHALAnswerFromServicesBelieved(t *testing.T) {
+	t.Parallel()
 	f := trustFixture(t)
 	f.cfg.Connectivity.PHALTimeout = 10 // ends at the answer; bounds a slow CI
 	testSkill(t, f.cfg.Bundled[0], "web.skill", "internet", "on-start", "exec sleep 600\n")
@@ -173,6 +175,7 @@ func servicesURL(conf string) (string, error) {
 // install requests, another skill's readiness) changes nothing (issue 14,
 // finding 2: /core relayed all of it with the device's authority).
 func TestSkillOnDropInHasSkillAuthority(t *testing.T) {
+	t.Parallel()
 	f := trustFixture(t)
 	f.obs.Sub(t, "chorus/v1/pi-1/bus/+")
 	root := f.cfg.Bundled[0]
@@ -217,6 +220,7 @@ func testLogger(t *testing.T) *slog.Logger {
 // The services' route survives a restart (the secret is persisted), so OVOS
 // services keep their mycroft.conf; the file is theirs alone (0600).
 func TestServicesRouteSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	f := trustFixture(t)
 	f.cfg.WSListen = "127.0.0.1:0"
 	route := func() string {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chorus-edge/chorus/broker/brokertest"
 	"github.com/chorus-edge/chorus/fleet/mosquittoexport"
+	"github.com/chorus-edge/chorus/gateway/loopbackport"
 )
 
 // Config says how to run Mosquitto. The zero value runs it with a plugin
@@ -49,11 +50,13 @@ type Mosquitto struct {
 }
 
 // Start runs Mosquitto with the dynamic-security plugin on a free loopback
-// port and returns once it listens.
+// port and returns once it listens. The port is below the kernel's
+// ephemeral range and handed to no other test (gateway/loopbackport), so a
+// test that restarts Mosquitto on it can run beside others.
 func Start(t testing.TB, cfg Config) *Mosquitto {
 	t.Helper()
 	bin, plugin := find(t)
-	m := &Mosquitto{Addr: freeAddr(t), Dir: t.TempDir(), bin: bin}
+	m := &Mosquitto{Addr: loopbackport.Addr(t), Dir: t.TempDir(), bin: bin}
 	if cfg.DynSec == nil {
 		cfg.DynSec = render(t)
 	}
@@ -194,16 +197,6 @@ func (m *Mosquitto) stop() {
 		<-done
 	}
 	m.cmd = nil
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func writeFile(t testing.TB, path string, body []byte) {
