@@ -408,7 +408,8 @@ func exitCode(err error) int {
 	return 0
 }
 
-func testBridgeE2E(t *testing.T) { // TestBridgeE2E (zz_longest_first_test.go)
+func TestBridgeE2E(t *testing.T) {
+	t.Parallel()
 	h := startBridgeHome(t)
 	hub, kitchen, bedroom := h.ws["hub"], h.ws["pi-kitchen"], h.ws["pi-bedroom"]
 	// kitchenIn and officeIn are the satellites' utterances as the hub's

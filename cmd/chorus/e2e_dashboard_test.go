@@ -189,7 +189,8 @@ func (b *browser) fetchStatus(what, js string) int {
 
 // The browser scenario: a real gateway with real agents, the
 // dashboard in headless chromium.
-func testDashboardBrowserE2E(t *testing.T) { // TestDashboardBrowserE2E (zz_longest_first_test.go)
+func TestDashboardBrowserE2E(t *testing.T) {
+	t.Parallel()
 	browserUp := startBrowser(t)
 	work := t.TempDir()
 	gw := filepath.Join(work, "gateway")

@@ -619,7 +619,8 @@ func TestFaultsDeviceRemovalRevokes(t *testing.T) {
 // retains it, so the controller's clear could land first and the Will's
 // "offline" stayed retained. The broker now drops the Will of a client it
 // disconnects for revoked credentials (broker.SetTable).
-func testFaultsRevokedWillCleared(t *testing.T) { // TestFaultsRevokedWillCleared (zz_longest_first_test.go)
+func TestFaultsRevokedWillCleared(t *testing.T) {
+	t.Parallel()
 	devices := []string{"pi-1", "pi-2", "pi-3"}
 	// The crowd below is 200 connections of one integration account.
 	f := startFaultFleetConfig(t, `{"broker": {"limits": {"integration": {"connections": -1}}}}`, "hall", devices...)

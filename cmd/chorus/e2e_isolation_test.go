@@ -24,7 +24,8 @@ import (
 // as root each example skill runs under a uid of its own ("uid"); as a
 // normal user, who cannot switch uids, the skills run as that user, the
 // agent says so once at WARN, and the birth reports "none".
-func testUpIsolationE2E(t *testing.T) { // TestUpIsolationE2E (zz_longest_first_test.go)
+func TestUpIsolationE2E(t *testing.T) {
+	t.Parallel()
 	skillusertest.RequireRoot(t) // to run the normal user's case as another uid
 	for _, tc := range []struct {
 		name, want string

@@ -24,7 +24,8 @@ import (
 // join token, is refused by the broker while pending and comes online once
 // accepted; `install --all --wait` with one satellite offline ends, names it
 // and exits 3 (point 4).
-func testFleetOnANetworkE2E(t *testing.T) { // TestFleetOnANetworkE2E (zz_longest_first_test.go)
+func TestFleetOnANetworkE2E(t *testing.T) {
+	t.Parallel()
 	lab := newNetLab(t)
 	gwNode, piNode := lab.node("gw"), lab.node("pi")
 	work := t.TempDir()

@@ -17,7 +17,8 @@ import (
 // agents, which install its wheel offline and run it under the (stand-in)
 // launcher; the uninstall removes it with its Python packages; an archive
 // with a broken wheel fails the execution with pip's error.
-func testFleetOVOSSkillE2E(t *testing.T) { // TestFleetOVOSSkillE2E (zz_longest_first_test.go)
+func TestFleetOVOSSkillE2E(t *testing.T) {
+	t.Parallel()
 	launcher := ovostest.Launcher(t)
 	ovostest.NeedPip(t)
 	work := t.TempDir()

@@ -29,7 +29,8 @@ import (
 // dead connection) in the controller's view and on the retained
 // availability topic; after the partition the device is online again with
 // its skills loaded, and nothing desired or reported was lost.
-func testFaultsPartitionConverges(t *testing.T) { // TestFaultsPartitionConverges (zz_longest_first_test.go)
+func TestFaultsPartitionConverges(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	f := startFaultFleet(t, "hall", "pi-1")
 	f.agentConfig = filepath.Join(f.work, "agent.json")
