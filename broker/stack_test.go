@@ -16,9 +16,13 @@ import (
 // TestIdleDeviceStacksShrink: devices connect through Chorus's listener,
 // each publishes a bus message to itself and receives it (which grows its
 // connection goroutine's stack), and once they are idle the garbage
-// collector shrinks those stacks: the frames below mochi's Read are small,
-// ours (the listener's) and the fork's (docs/benchmarks.md, memory per
-// connection). Before, an idle device's connection kept 16 KiB of stack.
+// collector shrinks those stacks to 4 KiB: the frames below mochi's Read
+// are small, ours (the listener's connection.serve) and the fork's
+// (docs/benchmarks.md, memory per connection and broker memory round
+// three). An idle device's connection kept 16 KiB of stack before the
+// fork's patch and 8 KiB (6.9–7.5 KiB a connection here) before the
+// listener's frames were flattened. Under -race the runtime's stack guard
+// is doubled and 8 KiB is the floor, so there the bound is 8 KiB.
 func TestIdleDeviceStacksShrink(t *testing.T) {
 	const devices = 100
 	var accounts []broker.Account
@@ -47,7 +51,11 @@ func TestIdleDeviceStacksShrink(t *testing.T) {
 		perDevice = (goroutineStackBytes() - before) / devices
 		t.Logf("after collection %d: %d stack bytes per connection", i+1, perDevice)
 	}
-	if limit := int64(12 << 10); perDevice > limit {
+	limit := int64(4 << 10)
+	if raceDetector {
+		limit = 8 << 10
+	}
+	if perDevice > limit {
 		t.Errorf("goroutine stack bytes per idle device connection: %d, want at most %d", perDevice, limit)
 	}
 }
