@@ -47,14 +47,64 @@ func (a admission) wrap(c net.Conn) *preauthConn {
 	return newPreauthConn(c, a.gate, a.maxSize, a.timeout)
 }
 
-// serveAdmitted hands c to mochi once its first bytes are a CONNECT
-// within the limits (preauthConn.admit); otherwise it closes it.
-func serveAdmitted(id string, c *preauthConn, establish listeners.EstablishFn, log *slog.Logger) {
-	if err := c.admit(); err != nil {
-		_ = c.Close()
+// connection is one connection from accept to its end. Its goroutine spends
+// almost all of its life parked in mochi's Read (waiting for the next
+// packet) with serve's frame below it, so serve's frame holds only the
+// receiver: admission, recovery and logging are calls of their own, never
+// inlined. With mochi's frames (docs/broker.md, the fork's stack patch) an
+// idle connection then uses under a quarter of an 8 KiB stack, which is
+// what the runtime needs to halve the stack to 4 KiB at a collection
+// (shrinkstack counts the frames in use plus its 800-byte nosplit guard;
+// docs/benchmarks.md, broker memory round three; TestIdleDeviceStacksShrink).
+type connection struct {
+	listener  string
+	c         *preauthConn
+	establish listeners.EstablishFn
+	log       *slog.Logger
+	wg        *sync.WaitGroup // Done when serve returns
+}
+
+// serve hands the connection to mochi once its first bytes are a CONNECT
+// within the limits (preauthConn.admit), otherwise closes it, and turns a
+// panic in mochi into a closed connection and a log line (trap 1,
+// docs/broker.md: a truncated MQTT 5 SUBSCRIBE panics in v2.7.9's decoder).
+func (r *connection) serve() {
+	defer r.end()
+	if !r.admitted() {
 		return
 	}
-	serveRecovering(id, c, establish, log)
+	if err := r.establish(r.listener, r.c); err != nil && !errors.Is(err, io.EOF) {
+		r.ended(err)
+	}
+}
+
+// admitted reports whether the connection passed the pre-authentication
+// limits; it closes a connection that did not.
+//
+//go:noinline
+func (r *connection) admitted() bool {
+	if err := r.c.admit(); err != nil {
+		_ = r.c.Close()
+		return false
+	}
+	return true
+}
+
+// end is serve's deferred call (recover stops a panic only when called by
+// the deferred function itself).
+//
+//go:noinline
+func (r *connection) end() {
+	defer r.wg.Done()
+	if p := recover(); p != nil {
+		r.log.Warn("mqtt connection panicked; closed", "listener", r.listener, "remote", r.c.RemoteAddr().String(), "panic", fmt.Sprint(p))
+		_ = r.c.Close()
+	}
+}
+
+//go:noinline
+func (r *connection) ended(err error) {
+	r.log.Debug("mqtt connection ended", "listener", r.listener, "remote", r.c.RemoteAddr().String(), "error", err)
 }
 
 func listenTCP(id, addr string, tlsCfg *tls.Config, admit admission) (*tcpListener, error) {
@@ -106,12 +156,9 @@ func (l *tcpListener) Serve(establish listeners.EstablishFn) {
 			l.health.recovered()
 			delay = 0
 		}
-		c := l.admit.wrap(conn)
 		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			serveAdmitted(l.id, c, establish, l.log)
-		}()
+		r := &connection{listener: l.id, c: l.admit.wrap(conn), establish: establish, log: l.log, wg: &l.wg}
+		go r.serve()
 	}
 }
 
@@ -129,20 +176,6 @@ func (l *tcpListener) Close(listeners.CloseFn) {
 func (l *tcpListener) stopAccepting() {
 	l.closeOnce.Do(func() { close(l.stop) })
 	_ = l.ln.Close()
-}
-
-// serveRecovering runs one connection and turns a panic into a closed
-// connection and a log line.
-func serveRecovering(id string, conn net.Conn, establish listeners.EstablishFn, log *slog.Logger) {
-	defer func() {
-		if r := recover(); r != nil {
-			log.Warn("mqtt connection panicked; closed", "listener", id, "remote", conn.RemoteAddr().String(), "panic", fmt.Sprint(r))
-			_ = conn.Close()
-		}
-	}()
-	if err := establish(id, conn); err != nil && !errors.Is(err, io.EOF) {
-		log.Debug("mqtt connection ended", "listener", id, "remote", conn.RemoteAddr().String(), "error", err)
-	}
 }
 
 // wsListener serves MQTT over websocket on one path (subprotocol "mqtt") from
@@ -205,7 +238,9 @@ func (l *wsListener) handle(w http.ResponseWriter, r *http.Request) {
 	if !l.admit.gate.tryAcquire() {
 		return
 	}
-	serveAdmitted(l.id, l.admit.wrap(&wsConn{Conn: c.UnderlyingConn(), ws: c}), l.establish, l.log)
+	l.wg.Add(1) // Done by serve, which runs on this goroutine (the HTTP server's)
+	pc := l.admit.wrap(&wsConn{Conn: c.UnderlyingConn(), ws: c})
+	(&connection{listener: l.id, c: pc, establish: l.establish, log: l.log, wg: &l.wg}).serve()
 }
 
 // Serve sets the establish func before the first connection can arrive.

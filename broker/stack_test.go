@@ -16,11 +16,16 @@ import (
 // TestIdleDeviceStacksShrink: devices connect through Chorus's listener,
 // each publishes a bus message to itself and receives it (which grows its
 // connection goroutine's stack), and once they are idle the garbage
-// collector shrinks those stacks: the frames below mochi's Read are small,
-// ours (the listener's) and the fork's (docs/benchmarks.md, memory per
-// connection). Before, an idle device's connection kept 16 KiB of stack.
+// collector shrinks those stacks to 4 KiB: the frames below mochi's Read
+// are small, ours (the listener's connection.serve) and the fork's
+// (docs/benchmarks.md, memory per connection and broker memory round
+// three). An idle device's connection kept 16 KiB of stack before the
+// fork's patch and 8 KiB (6.9–8.0 KiB a connection here) before the
+// listener's frames were flattened. Under -race the runtime's stack guard
+// is doubled and 8 KiB is the floor, so there the test cannot tell the two
+// apart and only catches a return to 16 KiB.
 func TestIdleDeviceStacksShrink(t *testing.T) {
-	const devices = 100
+	const devices = 200
 	var accounts []broker.Account
 	var secrets []string
 	for i := range devices {
@@ -47,7 +52,11 @@ func TestIdleDeviceStacksShrink(t *testing.T) {
 		perDevice = (goroutineStackBytes() - before) / devices
 		t.Logf("after collection %d: %d stack bytes per connection", i+1, perDevice)
 	}
-	if limit := int64(12 << 10); perDevice > limit {
+	limit := int64(5 << 10) // 4 KiB stacks and the measurement's noise; 8 KiB stacks measure 6.9 KiB and up
+	if raceDetector {
+		limit = 10 << 10 // 8 KiB stacks (the floor under -race) and the noise
+	}
+	if perDevice > limit {
 		t.Errorf("goroutine stack bytes per idle device connection: %d, want at most %d", perDevice, limit)
 	}
 }

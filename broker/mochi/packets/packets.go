@@ -70,16 +70,15 @@ type Packets struct {
 }
 
 // storedPacket is a Packet as Packets holds it: the same fields, but the
-// connect parameters and the properties (392 and 256 of a Packet's 800
-// bytes) only when they are set. A retained publish rarely has properties
-// and never has connect parameters, so a retained message costs ~170 bytes
-// besides its topic and payload instead of 800. The conversion is lossless.
+// connect parameters, the reason codes and the filters (what a retained
+// publish never has) and the properties (which it rarely has) only when they
+// are set, behind pointers. A Packet is 800 bytes; a retained message costs
+// a 128-byte storedPacket besides its topic and payload. The conversion is
+// lossless.
 type storedPacket struct {
-	connect         *ConnectParams // nil when zero
-	properties      *Properties    // nil when zero
+	rare            *rareFields // nil when all zero
+	properties      *Properties // nil when zero
 	Payload         []byte
-	ReasonCodes     []byte
-	Filters         Subscriptions
 	TopicName       string
 	Origin          string
 	FixedHeader     FixedHeader
@@ -94,14 +93,20 @@ type storedPacket struct {
 	Ignore          bool
 }
 
+// rareFields are the fields of a stored packet that a publish does not use.
+type rareFields struct {
+	connect     ConnectParams
+	ReasonCodes []byte
+	Filters     Subscriptions
+}
+
 func storePacket(pk Packet) *storedPacket {
-	sp := &storedPacket{Payload: pk.Payload, ReasonCodes: pk.ReasonCodes, Filters: pk.Filters,
+	sp := &storedPacket{Payload: pk.Payload,
 		TopicName: pk.TopicName, Origin: pk.Origin, FixedHeader: pk.FixedHeader, Created: pk.Created,
 		Expiry: pk.Expiry, Mods: pk.Mods, PacketID: pk.PacketID, ProtocolVersion: pk.ProtocolVersion,
 		SessionPresent: pk.SessionPresent, ReasonCode: pk.ReasonCode, ReservedBit: pk.ReservedBit, Ignore: pk.Ignore}
-	if !reflect.ValueOf(&pk.Connect).Elem().IsZero() {
-		c := pk.Connect
-		sp.connect = &c
+	if pk.ReasonCodes != nil || pk.Filters != nil || !reflect.ValueOf(&pk.Connect).Elem().IsZero() {
+		sp.rare = &rareFields{connect: pk.Connect, ReasonCodes: pk.ReasonCodes, Filters: pk.Filters}
 	}
 	if !reflect.ValueOf(&pk.Properties).Elem().IsZero() {
 		p := pk.Properties
@@ -111,12 +116,14 @@ func storePacket(pk Packet) *storedPacket {
 }
 
 func (sp *storedPacket) packet() Packet {
-	pk := Packet{Payload: sp.Payload, ReasonCodes: sp.ReasonCodes, Filters: sp.Filters,
+	pk := Packet{Payload: sp.Payload,
 		TopicName: sp.TopicName, Origin: sp.Origin, FixedHeader: sp.FixedHeader, Created: sp.Created,
 		Expiry: sp.Expiry, Mods: sp.Mods, PacketID: sp.PacketID, ProtocolVersion: sp.ProtocolVersion,
 		SessionPresent: sp.SessionPresent, ReasonCode: sp.ReasonCode, ReservedBit: sp.ReservedBit, Ignore: sp.Ignore}
-	if sp.connect != nil {
-		pk.Connect = *sp.connect
+	if sp.rare != nil {
+		pk.Connect = sp.rare.connect
+		pk.ReasonCodes = sp.rare.ReasonCodes
+		pk.Filters = sp.rare.Filters
 	}
 	if sp.properties != nil {
 		pk.Properties = *sp.properties
