@@ -58,6 +58,7 @@ type DB struct {
 	stmts sync.Map // stmtKey -> *sql.Stmt
 
 	desired *desiredCache // DesiredFor's documents (desiredcache.go)
+	devices *deviceCache  // GetDevice's rows (devicecache.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -78,7 +79,7 @@ func Open(path string, now func() time.Time) (*DB, error) {
 	if err := privatedb.Prepare(abs); err != nil {
 		return nil, fmt.Errorf("open fleet db: %w", err)
 	}
-	db := &DB{path: abs, now: now, desired: newDesiredCache()}
+	db := &DB{path: abs, now: now, desired: newDesiredCache(), devices: newDeviceCache()}
 	if db.w, err = openPool(abs, writerParams, 1); err != nil {
 		return nil, err
 	}
@@ -149,6 +150,17 @@ type tx struct {
 	pool *sql.DB
 
 	unprepared []string // queries without a cached statement yet
+
+	write   uint64         // a write transaction's number (deviceCache.begin)
+	devices []deviceChange // device rows changed (deviceChanged)
+}
+
+// deviceChanged records that tx changed what getDevice reads of device id:
+// set changes a cached row the same way, nil drops it. run applies it to
+// the cache once tx committed (devicecache.go); every write of the devices
+// row, its tags or its desired version calls it.
+func (tx *tx) deviceChanged(id string, set func(*fleet.Device)) {
+	tx.devices = append(tx.devices, deviceChange{id: id, set: set})
 }
 
 type stmtKey struct {
@@ -235,6 +247,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn fun
 		return unavailableOr(fmt.Errorf("fleet db %s: begin %s: %w", db.path, kind, err))
 	}
 	tx := &tx{Tx: t, now: db.now().UTC(), db: db, pool: pool}
+	if pool == db.w {
+		tx.write = db.devices.begin() // holding the one writer connection: commit order
+	}
 	err = fn(tx)
 	switch {
 	case err != nil:
@@ -246,6 +261,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn fun
 		if err = t.Commit(); err != nil {
 			err = commitFailed(fmt.Errorf("fleet db %s: commit %s: %w", db.path, kind, err))
 		}
+	}
+	if len(tx.devices) > 0 {
+		db.devices.apply(tx.write, tx.devices, err == nil)
 	}
 	if len(tx.unprepared) > 0 {
 		db.prepare(pool, tx.unprepared)
