@@ -188,3 +188,106 @@ func TestDeviceCacheReportPayloadIsCopied(t *testing.T) {
 	copy(buf, `{"skills":{}}`)
 	wantStored(t, db, "pi1")
 }
+
+// runningStored is what is stored of the device's in-progress executions:
+// the device's whole list, filtered here (a filter the cache does not
+// answer).
+func runningStored(t *testing.T, db *sqlite.DB, id string) []*fleet.Execution {
+	t.Helper()
+	all, err := db.ListExecutions(ctx, fleet.ExecutionFilter{DeviceID: id})
+	if err != nil {
+		t.Fatalf("ListExecutions(%s): %v", id, err)
+	}
+	var out []*fleet.Execution
+	for _, e := range all {
+		if e.State == fleet.ExecInProgress {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// wantRunning fails unless the listing judge makes (one device, in
+// progress) returns what is stored.
+func wantRunning(t *testing.T, db *sqlite.DB, id string) {
+	t.Helper()
+	got, err := db.ListExecutions(ctx, fleet.ExecutionFilter{DeviceID: id, States: []fleet.ExecState{fleet.ExecInProgress}})
+	if err != nil {
+		t.Fatalf("ListExecutions(%s, in progress): %v", id, err)
+	}
+	if want := runningStored(t, db, id); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListExecutions(%s, in progress) =\n%s\nstored:\n%s", id, execsString(got), execsString(want))
+	}
+}
+
+func execsString(es []*fleet.Execution) string {
+	b, _ := json.MarshalIndent(es, "", "  ")
+	return string(b)
+}
+
+// TestRunningCacheFollowsEveryTransition: a device's in-progress executions
+// are kept in memory; every way an execution enters or leaves in_progress
+// (a batch of starts, a transition alone or in a batch, a newer rollout
+// superseding, a rollout canceled, the device removed) must change the
+// cached list, or judge would miss an execution or judge one that ended.
+func TestRunningCacheFollowsEveryTransition(t *testing.T) {
+	db, c := mustOpen(t)
+	mustPublish(t, db, "weather", "1.0.0")
+	mustPublish(t, db, "timer", "1.0.0")
+	mustDevice(t, db, "pi1")
+	mustDevice(t, db, "pi2")
+	rollout := func(skill string, devices ...string) *fleet.Rollout {
+		r := &fleet.Rollout{SkillID: skill, Action: fleet.RolloutInstall}
+		for _, d := range devices {
+			r.Targets = append(r.Targets, fleet.DeviceTarget(d))
+		}
+		mustRollout(t, db, r)
+		mustRolloutState(t, db, r.ID, fleet.RolloutInProgress)
+		return r
+	}
+	start := func(r *fleet.Rollout, devices ...string) error {
+		var ss []fleet.ExecStart
+		for _, d := range devices {
+			ss = append(ss, fleet.ExecStart{RolloutID: r.ID, Assignment: install(r.SkillID, fleet.DeviceTarget(d), "1.0.0", "")})
+		}
+		_, err := db.StartExecutions(ctx, ss)
+		return err
+	}
+	var weather, timer, timer2, weather2 *fleet.Rollout
+	steps := []struct {
+		name  string
+		write func() error
+	}{
+		{"rollout created", func() error { weather = rollout("weather", "pi1", "pi2"); return nil }},
+		{"started in a batch", func() error { return start(weather, "pi1", "pi2") }},
+		{"a second rollout started", func() error { timer = rollout("timer", "pi1"); return start(timer, "pi1") }},
+		{"succeeded alone", func() error {
+			_, err := db.TransitionExecution(ctx, weather.ID, "pi1", fleet.ExecSucceeded, "")
+			return err
+		}},
+		{"superseded", func() error { timer2 = rollout("timer", "pi1"); return nil }},
+		{"the newer one started", func() error { return start(timer2, "pi1") }},
+		{"rollout canceled", func() error {
+			_, err := db.UpdateRolloutState(ctx, timer2.ID, "", fleet.RolloutCanceled, "")
+			return err
+		}},
+		{"started again", func() error { weather2 = rollout("weather", "pi1", "pi2"); return start(weather2, "pi1", "pi2") }},
+		{"failed in a batch", func() error {
+			_, err := db.TransitionExecutions(ctx, []fleet.ExecMove{{RolloutID: weather2.ID, DeviceID: "pi1", To: fleet.ExecFailed, Reason: "no"}})
+			return err
+		}},
+		{"device removed", func() error { return db.DeleteDevice(ctx, "pi2") }},
+	}
+	for _, s := range steps {
+		wantRunning(t, db, "pi1") // primes the cache
+		wantRunning(t, db, "pi2")
+		c.Advance(time.Minute)
+		if err := s.write(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		t.Run(s.name, func(t *testing.T) {
+			wantRunning(t, db, "pi1")
+			wantRunning(t, db, "pi2")
+		})
+	}
+}

@@ -48,16 +48,17 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 	if err := fleet.ValidDeviceID(id); err != nil {
 		return nil, err
 	}
-	d, seq, ok := db.devices.get(id)
+	cached, seq, ok := db.devices.get(id)
 	if ok {
-		return d, nil
+		return &cached, nil
 	}
+	var d *fleet.Device
 	err := db.read(ctx, func(tx *tx) (err error) {
 		d, err = getDevice(ctx, tx, id)
 		return err
 	})
 	if err == nil {
-		db.devices.put(d, seq, db.devices.lastWrite()) // after the read (devicecache.go)
+		db.devices.put(id, *d, seq, db.writes.Load()) // after the read (devicecache.go)
 	}
 	return d, err
 }
