@@ -170,7 +170,9 @@ func (tx *tx) deviceChanged(id string, set func(*fleet.Device)) {
 // runningChanged records that tx moved execution e of its device into or
 // out of in_progress (transition, the only statement that changes an
 // execution's state); run applies it to the device's cached list once tx
-// committed (devicecache.go).
+// committed (devicecache.go). Executions are inserted queued and never
+// deleted (rollouts are never deleted, and executions keep no foreign key
+// to devices): a statement that deletes one must record it too.
 func (tx *tx) runningChanged(e fleet.Execution) {
 	tx.running = append(tx.running, rowChange[[]*fleet.Execution]{id: e.DeviceID, set: func(es *[]*fleet.Execution) {
 		*es = setRunning(*es, e)
