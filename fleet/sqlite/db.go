@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -57,7 +58,10 @@ type DB struct {
 	// statement prepared on a connection for every transaction on it.
 	stmts sync.Map // stmtKey -> *sql.Stmt
 
-	desired *desiredCache // DesiredFor's documents (desiredcache.go)
+	desired *desiredCache                 // DesiredFor's documents (desiredcache.go)
+	devices *rowCache[fleet.Device]       // GetDevice's rows (devicecache.go)
+	running *rowCache[[]*fleet.Execution] // each device's in-progress executions (devicecache.go)
+	writes  atomic.Uint64                 // numbers write transactions, in commit order (devicecache.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -78,7 +82,7 @@ func Open(path string, now func() time.Time) (*DB, error) {
 	if err := privatedb.Prepare(abs); err != nil {
 		return nil, fmt.Errorf("open fleet db: %w", err)
 	}
-	db := &DB{path: abs, now: now, desired: newDesiredCache()}
+	db := &DB{path: abs, now: now, desired: newDesiredCache(), devices: newRowCache(copyDevice), running: newRowCache(copyExecutions)}
 	if db.w, err = openPool(abs, writerParams, 1); err != nil {
 		return nil, err
 	}
@@ -149,6 +153,30 @@ type tx struct {
 	pool *sql.DB
 
 	unprepared []string // queries without a cached statement yet
+
+	write   uint64                          // a write transaction's number (DB.writes)
+	devices []rowChange[fleet.Device]       // device rows changed (deviceChanged)
+	running []rowChange[[]*fleet.Execution] // in-progress executions changed (runningChanged)
+}
+
+// deviceChanged records that tx changed what getDevice reads of device id:
+// set changes a cached row the same way, nil drops it. run applies it to
+// the cache once tx committed (devicecache.go); every write of the devices
+// row, its tags or its desired version calls it.
+func (tx *tx) deviceChanged(id string, set func(*fleet.Device)) {
+	tx.devices = append(tx.devices, rowChange[fleet.Device]{id: id, set: set})
+}
+
+// runningChanged records that tx moved execution e of its device into or
+// out of in_progress (transition, the only statement that changes an
+// execution's state); run applies it to the device's cached list once tx
+// committed (devicecache.go). Executions are inserted queued and never
+// deleted (rollouts are never deleted, and executions keep no foreign key
+// to devices): a statement that deletes one must record it too.
+func (tx *tx) runningChanged(e fleet.Execution) {
+	tx.running = append(tx.running, rowChange[[]*fleet.Execution]{id: e.DeviceID, set: func(es *[]*fleet.Execution) {
+		*es = setRunning(*es, e)
+	}})
 }
 
 type stmtKey struct {
@@ -235,6 +263,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn fun
 		return unavailableOr(fmt.Errorf("fleet db %s: begin %s: %w", db.path, kind, err))
 	}
 	tx := &tx{Tx: t, now: db.now().UTC(), db: db, pool: pool}
+	if pool == db.w {
+		tx.write = db.writes.Add(1) // holding the one writer connection: commit order
+	}
 	err = fn(tx)
 	switch {
 	case err != nil:
@@ -246,6 +277,12 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, opts *sql.TxOptions, fn fun
 		if err = t.Commit(); err != nil {
 			err = commitFailed(fmt.Errorf("fleet db %s: commit %s: %w", db.path, kind, err))
 		}
+	}
+	if len(tx.devices) > 0 {
+		db.devices.apply(tx.write, tx.devices, err == nil)
+	}
+	if len(tx.running) > 0 {
+		db.running.apply(tx.write, tx.running, err == nil)
 	}
 	if len(tx.unprepared) > 0 {
 		db.prepare(pool, tx.unprepared)

@@ -91,6 +91,8 @@ func storeDesired(ctx context.Context, tx *tx, deviceID string, c *computed) (er
 	_, err = tx.ExecContext(ctx, `INSERT INTO device_desired (device_id, version, skills, computed_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (device_id) DO UPDATE SET version = excluded.version, skills = excluded.skills,
 			computed_at = excluded.computed_at`, deviceID, c.doc.Version, c.json, encTime(tx.now))
+	version := c.doc.Version
+	tx.deviceChanged(deviceID, func(d *fleet.Device) { d.DesiredVersion = version })
 	return err
 }
 

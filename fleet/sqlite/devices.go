@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -33,6 +34,7 @@ func (db *DB) CreateDevice(ctx context.Context, d *fleet.Device) error {
 		if err != nil {
 			return conflictOr(err, "device %q already exists", d.ID)
 		}
+		tx.deviceChanged(d.ID, nil)
 		if err := insertTags(ctx, tx, d.ID, d.Tags); err != nil {
 			return err
 		}
@@ -46,11 +48,18 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 	if err := fleet.ValidDeviceID(id); err != nil {
 		return nil, err
 	}
+	cached, seq, ok := db.devices.get(id)
+	if ok {
+		return &cached, nil
+	}
 	var d *fleet.Device
 	err := db.read(ctx, func(tx *tx) (err error) {
 		d, err = getDevice(ctx, tx, id)
 		return err
 	})
+	if err == nil {
+		db.devices.put(id, *d, seq, db.writes.Load()) // after the read (devicecache.go)
+	}
 	return d, err
 }
 
@@ -109,6 +118,7 @@ func (db *DB) DeleteDevice(ctx context.Context, id string) error {
 		if err := affected(res, err, "device %q not found", id); err != nil {
 			return err
 		}
+		tx.deviceChanged(id, nil)
 		if _, err := tx.ExecContext(ctx, `DELETE FROM assignments WHERE target_kind = 'device' AND target_value = ?`, id); err != nil {
 			return err
 		}
@@ -166,6 +176,7 @@ func (db *DB) changeTags(ctx context.Context, id string, tags []string, change f
 		if err := change(tx); err != nil {
 			return err
 		}
+		tx.deviceChanged(id, nil) // its tags
 		var err error
 		d, err = getDevice(ctx, tx, id)
 		return err
@@ -188,6 +199,7 @@ func (db *DB) RotateDevice(ctx context.Context, id, secretHash string, skillKey 
 		if err := affected(res, err, "device %q not found", id); err != nil {
 			return err
 		}
+		tx.deviceChanged(id, nil)
 		d, err = getDevice(ctx, tx, id)
 		return err
 	})
@@ -200,8 +212,12 @@ func (db *DB) RotateDevice(ctx context.Context, id, secretHash string, skillKey 
 // sets LastSeen to p.At (the transaction's time when zero).
 func (db *DB) UpdatePresence(ctx context.Context, id string, p fleet.Presence) (bool, error) {
 	return db.updateSession(ctx, id, p.Session, p.Force, func(tx *tx) error {
+		seen := encTime(orNow(p.At, tx))
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET online = ?, birth_session = ?, last_seen = ? WHERE id = ?`,
-			p.Online, int64(p.Session), encTime(orNow(p.At, tx)), id)
+			p.Online, int64(p.Session), seen, id)
+		tx.deviceChanged(id, func(d *fleet.Device) {
+			d.Online, d.BirthSession, d.LastSeen = p.Online, p.Session, decTime(seen)
+		})
 		return err
 	})
 }
@@ -210,8 +226,12 @@ func (db *DB) UpdatePresence(ctx context.Context, id string, p fleet.Presence) (
 // newest session seen. It does not change Online: availability does.
 func (db *DB) UpdateBirth(ctx context.Context, id string, b fleet.Birth) (bool, error) {
 	return db.updateSession(ctx, id, b.Session, b.Force, func(tx *tx) error {
+		seen := encTime(orNow(b.At, tx))
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET birth_session = ?, agent_version = ?, last_seen = ? WHERE id = ?`,
-			int64(b.Session), b.AgentVersion, encTime(orNow(b.At, tx)), id)
+			int64(b.Session), b.AgentVersion, seen, id)
+		tx.deviceChanged(id, func(d *fleet.Device) {
+			d.BirthSession, d.AgentVersion, d.LastSeen = b.Session, b.AgentVersion, decTime(seen)
+		})
 		return err
 	})
 }
@@ -244,8 +264,10 @@ func (db *DB) UpdateConnectivity(ctx context.Context, id string, payload json.Ra
 	if err := validState(id, "connectivity", payload); err != nil {
 		return err
 	}
+	stored := storedJSON(payload)
 	return db.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE devices SET connectivity = ? WHERE id = ?`, nullJSON(payload), id)
+		tx.deviceChanged(id, func(d *fleet.Device) { d.Connectivity = bytes.Clone(stored) })
 		return affected(res, err, "device %q not found", id)
 	})
 }
@@ -259,11 +281,22 @@ func (db *DB) UpdateReported(ctx context.Context, id string, payload json.RawMes
 	if appliedVersion < 0 {
 		return fleet.Errorf(fleet.EINVALID, "device %q: applied version %d: must not be negative", id, appliedVersion)
 	}
+	stored := storedJSON(payload)
 	return db.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE devices SET reported = ?, applied_version = ? WHERE id = ?`,
 			nullJSON(payload), appliedVersion, id)
+		tx.deviceChanged(id, func(d *fleet.Device) { d.Reported, d.AppliedVersion = bytes.Clone(stored), appliedVersion })
 		return affected(res, err, "device %q not found", id)
 	})
+}
+
+// storedJSON is payload as getDevice reads it back after nullJSON stored
+// it (nil for none), in memory of its own.
+func storedJSON(payload json.RawMessage) json.RawMessage {
+	if len(payload) == 0 {
+		return nil
+	}
+	return bytes.Clone(payload)
 }
 
 func validState(id, what string, payload json.RawMessage) error {
@@ -303,6 +336,7 @@ func (w withLeading) Scan(dest ...any) error { return w.s.Scan(append([]any{w.fi
 // touchDevice bumps updated_at, or says the device does not exist.
 func touchDevice(ctx context.Context, tx *tx, id string) error {
 	res, err := tx.ExecContext(ctx, `UPDATE devices SET updated_at = ? WHERE id = ?`, encTime(tx.now), id)
+	tx.deviceChanged(id, nil)
 	return affected(res, err, "device %q not found", id)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/chorus-edge/chorus/fleet"
 )
@@ -50,11 +51,28 @@ func (db *DB) ListExecutions(ctx context.Context, f fleet.ExecutionFilter) ([]*f
 	}
 	q := `SELECT ` + executionColumns + from + whereClause(where) + ` ORDER BY rollout_id, canary DESC, device_id` + limitClause
 	args = append(args, limitArg(f.Limit))
+	// One device's in-progress executions, judge's question on every
+	// report, are kept in memory (devicecache.go).
+	running := f.DeviceID != "" && f.RolloutID == 0 && f.Limit == 0 &&
+		slices.Equal(f.States, []fleet.ExecState{fleet.ExecInProgress})
+	var seq uint64
+	if running {
+		var (
+			es []*fleet.Execution
+			ok bool
+		)
+		if es, seq, ok = db.running.get(f.DeviceID); ok {
+			return es, nil
+		}
+	}
 	var out []*fleet.Execution
 	err := db.read(ctx, func(tx *tx) (err error) {
 		out, err = queryAll(ctx, tx, scanExecution, q, args...)
 		return err
 	})
+	if err == nil && running {
+		db.running.put(f.DeviceID, out, seq, db.writes.Load()) // after the read (devicecache.go)
+	}
 	return out, err
 }
 
@@ -224,6 +242,9 @@ func transition(ctx context.Context, tx *tx, e *fleet.Execution, to fleet.ExecSt
 		e.RolloutID, e.DeviceID)
 	if err != nil {
 		return err
+	}
+	if from == fleet.ExecInProgress || to == fleet.ExecInProgress {
+		tx.runningChanged(*e) // as scanExecution reads it back: tx.now is UTC, without a monotonic reading
 	}
 	// The rollout changed too: its updated_at (`rollout list` UPDATED)
 	// moves with every execution that starts or finishes (issue 16 §8).
