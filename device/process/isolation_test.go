@@ -14,6 +14,7 @@ import (
 	"github.com/chorus-edge/chorus/device/process"
 	"github.com/chorus-edge/chorus/device/skilluser/skillusertest"
 	"github.com/chorus-edge/chorus/gateway/poll"
+	"golang.org/x/sys/unix"
 )
 
 // probeScript prints who the skill is and what it holds, then tries what a
@@ -202,7 +203,16 @@ func TestReapOrphans(t *testing.T) {
 		return err == nil && strings.HasSuffix(string(b), "\n")
 	})
 	sleeper := readPID(t, pidFile)
-	t.Cleanup(func() { _ = syscall.Kill(sleeper, syscall.SIGKILL) })
+	// Killed through a pidfd: once reaped, its bare pid may be another
+	// test's process (pid_max can be 32768, and the suite wraps it).
+	pidfd, err := unix.PidfdOpen(sleeper, 0)
+	if err != nil {
+		t.Fatalf("pidfd of the sleeper %d: %v", sleeper, err)
+	}
+	t.Cleanup(func() {
+		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		_ = unix.Close(pidfd)
+	})
 	if err := agent.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -77,6 +77,10 @@ func runChild(spec string) int {
 	for _, l := range p.Tail() {
 		fmt.Printf("TAIL %s\n", l)
 	}
+	// How the skill ended, so a test that finds its output short can say
+	// whether it was killed (the skill's own lines are checked by content,
+	// so this extra line changes no verdict).
+	fmt.Printf("TAIL [skill ended: %s]\n", describeExit(p.ExitErr()))
 	return 0
 }
 
@@ -121,7 +125,15 @@ func childSkill(t *testing.T, bin, script string) child {
 	return child{Root: root, ID: "test.skill", Trampoline: []string{bin, process.TrampolineCommand}}
 }
 
-// tailOf reads the child's TAIL lines until it exits.
+func describeExit(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// tailOf reads the child's TAIL lines until it exits; the last is how the
+// skill ended.
 func tailOf(t *testing.T, lr *lineReader) []string {
 	t.Helper()
 	var out []string
