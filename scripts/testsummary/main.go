@@ -98,6 +98,10 @@ func (s *summary) add(e event) {
 			}
 		} else if line := lastResultLine(p.output); line != "" {
 			fmt.Fprint(s.out, line)
+		} else if e.Action == "pass" {
+			// A test binary run under test2json directly (scripts/test.sh's
+			// end-to-end package) ends with PASS, not go test's ok line.
+			fmt.Fprintf(s.out, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
 		}
 	}
 }

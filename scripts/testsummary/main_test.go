@@ -115,3 +115,18 @@ func TestSummaryStreams(t *testing.T) {
 		t.Errorf("the dead stream is not named, or its text is lost:\n%s", out.String())
 	}
 }
+
+// A package run by test2json directly has no "ok" line of its own; the
+// summary prints one as go test would.
+func TestSummaryOKLineForADirectRun(t *testing.T) {
+	in := `{"Time":"2026-12-02T10:00:00Z","Action":"output","Package":"e","Output":"PASS\n"}
+{"Time":"2026-12-02T10:00:02Z","Action":"pass","Package":"e","Elapsed":2.5}
+`
+	var out strings.Builder
+	if !run(streams(in), &out, nil) {
+		t.Fatalf("a passing direct run reported as failure:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "ok  \te\t2.500s\n") {
+		t.Errorf("no ok line for the direct run:\n%s", out.String())
+	}
+}
