@@ -105,7 +105,7 @@ func (d *Dashboard) device(w http.ResponseWriter, r *http.Request, ss session) {
 		d.fail(w, r, ss, err)
 		return
 	}
-	row := newRow(dev, want, nil)
+	row := newRow(dev, want, false)
 	data := deviceData{Row: row, TagText: strings.Join(row.Tags, " ")}
 	if c, ok := row.ParseConnectivity(); ok {
 		data.Connectivity.Network, data.Connectivity.Internet, data.Connectivity.GUI = yesNo(c.Network), yesNo(c.Internet), yesNo(c.GUI)

@@ -24,7 +24,7 @@ func TestDevicePageShowsLastOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := deviceData{Row: newRow(&fleet.Device{ID: "pi-1"}, want, nil), Skills: rows}
+	data := deviceData{Row: newRow(&fleet.Device{ID: "pi-1"}, want, false), Skills: rows}
 	var b bytes.Buffer
 	if err := pages["device"].Execute(&b, page{Title: "pi-1", Data: data}); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,6 @@ func TestDevicePageShowsLastOutput(t *testing.T) {
 // devices have in common: two devices reporting the same skills hold one
 // copy of each id, and the reason names the first failed skill.
 func TestViewRowsAreCompact(t *testing.T) {
-	names := &interner{m: map[string]string{}}
 	rep := func() []byte { // a fresh copy per device, as the store returns it
 		return []byte(`{"applied_version":0,"skills":[{"id":"a.bench","version":"1.0.0","state":"loaded"},` +
 			`{"id":"b.bench","version":"1.0.0","state":"failed","error":"exit status 1","output":["boom"]},` +
@@ -51,7 +50,7 @@ func TestViewRowsAreCompact(t *testing.T) {
 		return &fleet.Device{ID: id, Online: true, Tags: []string{"kitchen"}, AgentVersion: "1.2.3",
 			Connectivity: []byte(`{"network":true}`), Reported: rep()}
 	}
-	a, b := newRow(device("pi-1"), fleet.Desired{}, names), newRow(device("pi-2"), fleet.Desired{}, names)
+	a, b := newRow(device("pi-1"), fleet.Desired{}, true), newRow(device("pi-2"), fleet.Desired{}, true)
 	if got, want := a.Reason(), "skill b.bench failed: exit status 1 (and 1 more)"; got != want {
 		t.Errorf("Reason = %q, want %q", got, want)
 	}
@@ -67,8 +66,8 @@ func TestViewRowsAreCompact(t *testing.T) {
 	if unsafe.StringData(a.Tags[0]) != unsafe.StringData(b.Tags[0]) || unsafe.StringData(a.AgentVersion) != unsafe.StringData(b.AgentVersion) {
 		t.Error("the two rows hold two copies of the tag or the agent version")
 	}
-	// A device's own page keeps everything (nil interner).
-	if full := newRow(device("pi-3"), fleet.Desired{}, nil); full.Connectivity == nil {
+	// A device's own page keeps everything (not compact).
+	if full := newRow(device("pi-3"), fleet.Desired{}, false); full.Connectivity == nil {
 		t.Error("the device page's row lost its connectivity")
 	}
 }

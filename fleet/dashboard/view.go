@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/api"
@@ -42,50 +43,36 @@ type listedSkill struct {
 
 func (s listedSkill) failed() bool { return s.State == state.Failed || s.State == state.Invalid }
 
-// newRow makes d's row. The view passes its interner, so that the strings
-// most devices share (skill ids, versions and states, tags, the agent
-// version) are held once; nil interns nothing. The view's rows drop the
-// connectivity document, which only a device's own page shows.
-func newRow(d *fleet.Device, want fleet.Desired, in *interner) *row {
+// newRow makes d's row. A compact row, the view's, drops the connectivity
+// document (only a device's own page shows it) and holds the strings most
+// devices share (skill ids, versions and states, tags, the agent version)
+// once, through unique: the handles are weak, so a name no row uses any
+// more is collected.
+func newRow(d *fleet.Device, want fleet.Desired, compact bool) *row {
+	in := func(s string) string { return s }
+	if compact {
+		in = intern
+	}
 	r := &row{Device: api.NewDevice(d, want)}
 	rep := parseReported(d.Reported)
 	r.Skills = make([]listedSkill, len(rep))
 	for i, s := range rep {
-		r.Skills[i] = listedSkill{ID: in.get(s.ID), Version: in.get(s.Version), State: state.SkillState(in.get(string(s.State))), Error: s.Error}
+		r.Skills[i] = listedSkill{ID: in(s.ID), Version: in(s.Version), State: state.SkillState(in(string(s.State))), Error: s.Error}
 		if r.Skills[i].failed() {
 			r.failed++
 		}
 	}
-	if in != nil {
+	if compact {
 		r.Connectivity = nil
-		r.AgentVersion = in.get(r.AgentVersion)
+		r.AgentVersion = in(r.AgentVersion)
 		for i, t := range r.Tags {
-			r.Tags[i] = in.get(t)
+			r.Tags[i] = in(t)
 		}
 	}
 	return r
 }
 
-// interner holds one copy of each string the view's rows share. The view's
-// goroutine (Dashboard.follow) owns it; it holds at most maxInterned
-// strings, after which the rest are kept as they come, so devices reporting
-// ever new names cannot grow it without bound.
-type interner struct{ m map[string]string }
-
-const maxInterned = 4096
-
-func (in *interner) get(s string) string {
-	if in == nil {
-		return s
-	}
-	if c, ok := in.m[s]; ok {
-		return c
-	}
-	if len(in.m) < maxInterned {
-		in.m[s] = s
-	}
-	return s
-}
+func intern(s string) string { return unique.Make(s).Value() }
 
 // Reason says why the device needs attention, "" when it does not.
 func (r *row) Reason() string {
@@ -138,8 +125,6 @@ type view struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	names *interner // the rows' shared strings; follow's goroutine owns it
-
 	want chan struct{} // cap 1: a reader asks follow to load the view
 	used atomic.Int64  // when a reader last called ready (UnixNano)
 
@@ -156,7 +141,7 @@ type view struct {
 const idleAfter = time.Minute
 
 func newView(f Fleet, log *slog.Logger, now func() time.Time) *view {
-	return &view{fleet: f, log: log, now: now, names: &interner{m: map[string]string{}}, want: make(chan struct{}, 1),
+	return &view{fleet: f, log: log, now: now, want: make(chan struct{}, 1),
 		rows: map[string]*row{}, loadDone: make(chan struct{})}
 }
 
@@ -202,7 +187,7 @@ func (v *view) load(ctx context.Context) {
 		}
 		var want fleet.Desired
 		if want, err = v.fleet.DesiredOf(ctx, d.ID); err == nil {
-			rows[d.ID] = newRow(d, want, v.names)
+			rows[d.ID] = newRow(d, want, true)
 		} else if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 			err = nil // removed meanwhile
 		}
@@ -232,7 +217,6 @@ func (v *view) dropIfIdle(streams int) bool {
 		return false
 	}
 	v.rows, v.ids, v.current, v.err = map[string]*row{}, nil, false, nil
-	clear(v.names.m)
 	return true
 }
 
@@ -283,7 +267,7 @@ func (v *view) refresh(ctx context.Context, id string) {
 		}
 	default:
 		_, had := v.rows[id]
-		v.rows[id] = newRow(d, want, v.names)
+		v.rows[id] = newRow(d, want, true)
 		if !had {
 			v.sort()
 		}

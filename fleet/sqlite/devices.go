@@ -264,10 +264,9 @@ func (db *DB) UpdateConnectivity(ctx context.Context, id string, payload json.Ra
 	if err := validState(id, "connectivity", payload); err != nil {
 		return err
 	}
-	stored := storedJSON(payload)
 	return db.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE devices SET connectivity = ? WHERE id = ?`, nullJSON(payload), id)
-		tx.deviceChanged(id, func(d *fleet.Device) { d.Connectivity = bytes.Clone(stored) })
+		tx.deviceChanged(id, func(d *fleet.Device) { d.Connectivity = storedJSON(payload) })
 		return affected(res, err, "device %q not found", id)
 	})
 }
@@ -281,17 +280,18 @@ func (db *DB) UpdateReported(ctx context.Context, id string, payload json.RawMes
 	if appliedVersion < 0 {
 		return fleet.Errorf(fleet.EINVALID, "device %q: applied version %d: must not be negative", id, appliedVersion)
 	}
-	stored := storedJSON(payload)
 	return db.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE devices SET reported = ?, applied_version = ? WHERE id = ?`,
 			nullJSON(payload), appliedVersion, id)
-		tx.deviceChanged(id, func(d *fleet.Device) { d.Reported, d.AppliedVersion = bytes.Clone(stored), appliedVersion })
+		tx.deviceChanged(id, func(d *fleet.Device) { d.Reported, d.AppliedVersion = storedJSON(payload), appliedVersion })
 		return affected(res, err, "device %q not found", id)
 	})
 }
 
 // storedJSON is payload as getDevice reads it back after nullJSON stored
-// it (nil for none), in memory of its own.
+// it (nil for none), in memory of its own. A cached row takes it while the
+// write is still running (DB.run applies the change before it returns), so
+// the caller's payload is copied before the caller can change it.
 func storedJSON(payload json.RawMessage) json.RawMessage {
 	if len(payload) == 0 {
 		return nil

@@ -57,13 +57,11 @@ func (db *DB) ListExecutions(ctx context.Context, f fleet.ExecutionFilter) ([]*f
 		slices.Equal(f.States, []fleet.ExecState{fleet.ExecInProgress})
 	var seq uint64
 	if running {
-		var (
-			es []*fleet.Execution
-			ok bool
-		)
-		if es, seq, ok = db.running.get(f.DeviceID); ok {
+		es, s, ok := db.running.get(f.DeviceID)
+		if ok {
 			return es, nil
 		}
+		seq = s
 	}
 	var out []*fleet.Execution
 	err := db.read(ctx, func(tx *tx) (err error) {

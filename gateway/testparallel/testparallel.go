@@ -15,18 +15,18 @@ import (
 // AtLeast sets -test.parallel to n when it was not given and GOMAXPROCS is
 // lower. Call it from TestMain, before m.Run; it parses the flags if they
 // are not yet (flag.Parse is idempotent). A -parallel on the command line
-// always wins.
-func AtLeast(n int) error {
+// always wins. It panics outside a test binary, where the testing package's
+// flags are not registered.
+func AtLeast(n int) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if given || runtime.GOMAXPROCS(0) >= n {
-		return nil
+		return
 	}
 	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-		return fmt.Errorf("set -test.parallel: %w", err)
+		panic(fmt.Sprintf("testparallel: set -test.parallel: %v", err))
 	}
-	return nil
 }

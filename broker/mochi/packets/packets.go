@@ -96,8 +96,8 @@ type storedPacket struct {
 // rareFields are the fields of a stored packet that a publish does not use.
 type rareFields struct {
 	connect     ConnectParams
-	ReasonCodes []byte
-	Filters     Subscriptions
+	reasonCodes []byte
+	filters     Subscriptions
 }
 
 func storePacket(pk Packet) *storedPacket {
@@ -106,7 +106,7 @@ func storePacket(pk Packet) *storedPacket {
 		Expiry: pk.Expiry, Mods: pk.Mods, PacketID: pk.PacketID, ProtocolVersion: pk.ProtocolVersion,
 		SessionPresent: pk.SessionPresent, ReasonCode: pk.ReasonCode, ReservedBit: pk.ReservedBit, Ignore: pk.Ignore}
 	if pk.ReasonCodes != nil || pk.Filters != nil || !reflect.ValueOf(&pk.Connect).Elem().IsZero() {
-		sp.rare = &rareFields{connect: pk.Connect, ReasonCodes: pk.ReasonCodes, Filters: pk.Filters}
+		sp.rare = &rareFields{connect: pk.Connect, reasonCodes: pk.ReasonCodes, filters: pk.Filters}
 	}
 	if !reflect.ValueOf(&pk.Properties).Elem().IsZero() {
 		p := pk.Properties
@@ -122,8 +122,8 @@ func (sp *storedPacket) packet() Packet {
 		SessionPresent: sp.SessionPresent, ReasonCode: sp.ReasonCode, ReservedBit: sp.ReservedBit, Ignore: sp.Ignore}
 	if sp.rare != nil {
 		pk.Connect = sp.rare.connect
-		pk.ReasonCodes = sp.rare.ReasonCodes
-		pk.Filters = sp.rare.Filters
+		pk.ReasonCodes = sp.rare.reasonCodes
+		pk.Filters = sp.rare.filters
 	}
 	if sp.properties != nil {
 		pk.Properties = *sp.properties
