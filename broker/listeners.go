@@ -61,7 +61,7 @@ type connection struct {
 	c         *preauthConn
 	establish listeners.EstablishFn
 	log       *slog.Logger
-	wg        *sync.WaitGroup // Done when serve returns
+	wg        *sync.WaitGroup // Done when serve returns; nil when the caller counts the connection itself
 }
 
 // serve hands the connection to mochi once its first bytes are a CONNECT
@@ -95,7 +95,9 @@ func (r *connection) admitted() bool {
 //
 //go:noinline
 func (r *connection) end() {
-	defer r.wg.Done()
+	if r.wg != nil {
+		defer r.wg.Done()
+	}
 	if p := recover(); p != nil {
 		r.log.Warn("mqtt connection panicked; closed", "listener", r.listener, "remote", r.c.RemoteAddr().String(), "panic", fmt.Sprint(p))
 		_ = r.c.Close()
@@ -238,9 +240,10 @@ func (l *wsListener) handle(w http.ResponseWriter, r *http.Request) {
 	if !l.admit.gate.tryAcquire() {
 		return
 	}
-	l.wg.Add(1) // Done by serve, which runs on this goroutine (the HTTP server's)
+	// serve runs on this goroutine (the HTTP server's), which l.wg already
+	// counts until it returns.
 	pc := l.admit.wrap(&wsConn{Conn: c.UnderlyingConn(), ws: c})
-	(&connection{listener: l.id, c: pc, establish: l.establish, log: l.log, wg: &l.wg}).serve()
+	(&connection{listener: l.id, c: pc, establish: l.establish, log: l.log}).serve()
 }
 
 // Serve sets the establish func before the first connection can arrive.
