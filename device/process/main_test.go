@@ -106,7 +106,11 @@ func startChild(t *testing.T, c child, prefix ...string) (*exec.Cmd, *lineReader
 	}
 	done := make(chan struct{})
 	lr := newLineReader(out)
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() {
+		err := cmd.Wait()
+		lr.exit <- describeExit(err) // buffered: tailOf may never ask
+		close(done)
+	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
 	var pid int
 	line := lr.next(t, 10*time.Second)
@@ -132,15 +136,22 @@ func describeExit(err error) string {
 	return err.Error()
 }
 
-// tailOf reads the child's TAIL lines until it exits; the last is how the
-// skill ended.
+// tailOf reads the child's TAIL lines until it exits; the last two say how
+// the skill ended and how the child agent itself did (a test that finds the
+// skill's output short can tell a killed agent from a killed skill).
 func tailOf(t *testing.T, lr *lineReader) []string {
 	t.Helper()
 	var out []string
 	for {
 		line, ok := lr.nextOrEOF(t, 10*time.Second)
 		if !ok {
-			return out
+			select {
+			case how := <-lr.exit:
+				return append(out, "[child agent ended: "+how+"]")
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the child agent closed its output but did not exit within 10s; its output: %q", out)
+				return nil
+			}
 		}
 		if rest, ok := strings.CutPrefix(line, "TAIL "); ok {
 			out = append(out, rest)
@@ -150,13 +161,15 @@ func tailOf(t *testing.T, lr *lineReader) []string {
 
 func openDir(t *testing.T) string { return skillusertest.OpenDir(t) }
 
-// lineReader hands out the lines of a child's stdout.
+// lineReader hands out the lines of a child's stdout, and once it has
+// exited, how it ended.
 type lineReader struct {
 	lines chan string
+	exit  chan string
 }
 
 func newLineReader(r io.Reader) *lineReader {
-	lr := &lineReader{lines: make(chan string, 64)}
+	lr := &lineReader{lines: make(chan string, 64), exit: make(chan string, 1)}
 	go func() {
 		defer close(lr.lines)
 		sc := bufio.NewScanner(r)

@@ -8,15 +8,22 @@ import (
 	"time"
 )
 
-// blockedHere parks until release closes; its name marks the goroutine.
-func blockedHere(release <-chan struct{}) { <-release }
+// blockedHere says it has started, then parks until release closes; its
+// name marks the goroutine.
+func blockedHere(started chan<- struct{}, release <-chan struct{}) {
+	close(started)
+	<-release
+}
 
 // Check names a goroutine of this module that is still running, and passes
 // once it has exited. The goroutine waits on a channel the test holds, so the
 // first Check cannot pass by luck.
 func TestCheckCatchesALeak(t *testing.T) {
-	release := make(chan struct{})
-	go blockedHere(release)
+	started, release := make(chan struct{}), make(chan struct{})
+	go blockedHere(started, release)
+	// Until it runs, the goroutine's stack holds only the go statement's
+	// wrapper, not blockedHere (seen on a loaded machine).
+	<-started
 	err := Check(50 * time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "leakcheck.blockedHere") {
 		close(release)
@@ -55,7 +62,11 @@ func TestRun(t *testing.T) {
 	}{
 		{name: "clean", m: fakeM{code: 0}, want: 0},
 		{name: "failed tests", m: fakeM{code: 2}, want: 2},
-		{name: "leak", m: fakeM{code: 0, run: func() { go blockedHere(release) }}, want: 1, wantDump: true},
+		{name: "leak", m: fakeM{code: 0, run: func() {
+			started := make(chan struct{})
+			go blockedHere(started, release)
+			<-started
+		}}, want: 1, wantDump: true},
 	}
 	for _, tc := range tests {
 		var out bytes.Buffer

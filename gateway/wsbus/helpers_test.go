@@ -161,11 +161,18 @@ func countWS(t *testing.T, conn *websocket.Conn, barriers ...string) map[string]
 // countMQTT is countWS for an MQTT subscriber, by payload.
 func countMQTT(t *testing.T, c *brokertest.Client, barriers ...string) map[string]int {
 	t.Helper()
+	return countMQTTWithin(t, c, wait, barriers...)
+}
+
+// countMQTTWithin is countMQTT waiting up to d for each message, for a
+// barrier queued behind work that takes seconds under the race detector.
+func countMQTTWithin(t *testing.T, c *brokertest.Client, d time.Duration, barriers ...string) map[string]int {
+	t.Helper()
 	counts := map[string]int{}
 	for !seenAll(counts, barriers) {
-		p, ok := c.Next(wait)
+		p, ok := c.Next(d)
 		if !ok {
-			t.Fatalf("mqtt: barriers %q not all received within %s; got %v", barriers, wait, counts)
+			t.Fatalf("mqtt: barriers %q not all received within %s; got %v", barriers, d, counts)
 		}
 		counts[string(p.Payload)]++
 	}
