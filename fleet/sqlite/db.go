@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,6 +156,7 @@ type tx struct {
 	unprepared []string // queries without a cached statement yet
 
 	write   uint64                          // a write transaction's number (DB.writes)
+	touched []int64                         // rollouts whose updated_at tx set (touchRollout)
 	devices []rowChange[fleet.Device]       // device rows changed (deviceChanged)
 	running []rowChange[[]*fleet.Execution] // in-progress executions changed (runningChanged)
 }
@@ -177,6 +179,17 @@ func (tx *tx) runningChanged(e fleet.Execution) {
 	tx.running = append(tx.running, rowChange[[]*fleet.Execution]{id: e.DeviceID, set: func(es *[]*fleet.Execution) {
 		*es = setRunning(*es, e)
 	}})
+}
+
+// touchRollout reports whether tx has yet to set rollout id's updated_at,
+// and notes that it will. A transaction moves the executions of few
+// rollouts, so a list is enough.
+func (tx *tx) touchRollout(id int64) bool {
+	if slices.Contains(tx.touched, id) {
+		return false
+	}
+	tx.touched = append(tx.touched, id)
+	return true
 }
 
 type stmtKey struct {
