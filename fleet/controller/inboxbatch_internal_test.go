@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -109,6 +110,36 @@ func TestApplyStatesRefusedBatch(t *testing.T) {
 	c.applyStates(context.Background(), reportMessages(t, es))
 	if len(store.sizes) != n+2 || store.sizes[0] != n+1 {
 		t.Fatalf("UpdateStates calls of %v updates, want one of %d then %d of one", store.sizes, n+1, n+1)
+	}
+	wantApplied(t, c, es)
+}
+
+// TestApplyStatesKeepsOrder: a birth between reports writes the batch
+// before it first, so the store sees the messages in the order take gave
+// them: the reports before the birth, the birth, then the report after.
+func TestApplyStatesKeepsOrder(t *testing.T) {
+	t.Parallel()
+	var store *countingStates
+	c, db, es := finisherEnv(t, 3, func(s Store) Store { store = &countingStates{Store: s}; return store })
+	var ms []broker.Message
+	for _, m := range reportMessages(t, es) {
+		if p := string(m.Payload); p != "[]" && !strings.Contains(m.Topic, "/nobody/") {
+			ms = append(ms, m)
+		}
+	}
+	bt, err := topic.Birth(es[0].DeviceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	birth := broker.Message{Topic: bt, Payload: []byte(`{"session":4,"agent_version":"9.9"}`), Retain: true}
+	ms = slices.Insert(ms, 2, birth) // after es[0]'s and es[1]'s reports, before es[2]'s
+	c.applyStates(context.Background(), ms)
+	if want := []int{2, 1}; !slices.Equal(store.sizes, want) {
+		t.Fatalf("UpdateStates calls of %v updates around the birth, want %v", store.sizes, want)
+	}
+	d, err := db.GetDevice(context.Background(), es[0].DeviceID)
+	if err != nil || d.AgentVersion != "9.9" || d.BirthSession != 4 {
+		t.Fatalf("after the birth: %+v, %v", d, err)
 	}
 	wantApplied(t, c, es)
 }
