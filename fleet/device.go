@@ -140,4 +140,21 @@ type DeviceService interface {
 	UpdateBirth(ctx context.Context, id string, b Birth) (applied bool, err error)
 	UpdateConnectivity(ctx context.Context, id string, payload json.RawMessage) error
 	UpdateReported(ctx context.Context, id string, payload json.RawMessage, appliedVersion int64) error
+	// UpdateStates applies updates in one transaction, each as
+	// UpdateReported or UpdateConnectivity would, in order. An update of a
+	// device that is gone, or that either refuses (EINVALID), is that
+	// update's error in the result (ENOTFOUND, EINVALID) and changes
+	// nothing; any other error changes nothing at all (the returned error,
+	// the result nil).
+	UpdateStates(ctx context.Context, updates []StateUpdate) ([]error, error)
+}
+
+// StateUpdate is one device state payload of UpdateStates: a skills report
+// (Reported, with the desired version it says the agent applied) or a
+// connectivity payload (Reported false), stored verbatim.
+type StateUpdate struct {
+	DeviceID       string
+	Reported       bool
+	Payload        json.RawMessage
+	AppliedVersion int64 // a skills report's applied_version
 }

@@ -45,9 +45,7 @@ func (c *Controller) runInbox() {
 		if dropped > 0 {
 			c.log.Warn("inbox full: bus events dropped", "dropped", dropped)
 		}
-		for _, m := range state {
-			c.applyState(c.ctx, m)
-		}
+		c.applyStates(c.ctx, state)
 		for _, m := range events {
 			c.applyInstallFailed(c.ctx, m)
 		}
@@ -57,27 +55,102 @@ func (c *Controller) runInbox() {
 	}
 }
 
-// applyState stores one state message and queues the device for reconcile.
-func (c *Controller) applyState(ctx context.Context, m broker.Message) {
-	t, err := topic.Parse(m.Topic)
-	if err != nil || len(m.Payload) == 0 { // an empty payload clears a retained topic
-		return
-	}
-	dev := t.Device
-	switch t.Kind {
-	case topic.KindAvailability:
-		err = c.applyAvailability(ctx, dev, m)
-	case topic.KindBirth:
-		err = c.applyBirth(ctx, dev, m.Payload)
-	case topic.KindConnectivity:
-		if err = parseConnectivity(m.Payload); err == nil {
-			err = c.store.UpdateConnectivity(ctx, dev, m.Payload)
+// stateBatch is the most skills reports and connectivity payloads one
+// store transaction writes (UpdateStates), so one batch holds the single
+// writer for a bounded time, as finishBatch does for verdicts.
+const stateBatch = 256
+
+// pendingState is a state message waiting in a batch for the store.
+type pendingState struct {
+	m   broker.Message
+	dev string
+}
+
+// applyStates stores state messages in the order take gave them and
+// queues each stored device for reconcile. Skills reports and
+// connectivity payloads, which only overwrite their own column, are
+// written in batches of one transaction each instead of one transaction
+// per report (one commit was a tenth of the gateway's CPU in a
+// 10,000-device install, docs/benchmarks.md issue 19); an availability or
+// birth message first writes the batch before it, so the store sees every
+// message in take's order, as when each was written alone.
+func (c *Controller) applyStates(ctx context.Context, msgs []broker.Message) {
+	var (
+		batch   []pendingState
+		updates []fleet.StateUpdate
+	)
+	flush := func() {
+		if len(batch) > 0 {
+			c.storeStates(ctx, batch, updates)
+			batch, updates = batch[:0], updates[:0]
 		}
-	case topic.KindSkills:
-		err = c.applySkills(ctx, dev, m.Payload)
-	default:
+	}
+	for _, m := range msgs {
+		t, err := topic.Parse(m.Topic)
+		if err != nil || len(m.Payload) == 0 { // an empty payload clears a retained topic
+			continue
+		}
+		dev := t.Device
+		switch t.Kind {
+		case topic.KindAvailability:
+			flush()
+			c.stateApplied(dev, m, c.applyAvailability(ctx, dev, m))
+		case topic.KindBirth:
+			flush()
+			c.stateApplied(dev, m, c.applyBirth(ctx, dev, m.Payload))
+		case topic.KindConnectivity, topic.KindSkills:
+			u, err := stateUpdate(dev, t.Kind, m.Payload)
+			if err != nil {
+				c.stateApplied(dev, m, err)
+				continue
+			}
+			batch, updates = append(batch, pendingState{m: m, dev: dev}), append(updates, u)
+			if len(batch) == stateBatch {
+				flush()
+			}
+		}
+	}
+	flush()
+}
+
+// stateUpdate parses a skills report or connectivity payload into what the
+// store writes; a payload that does not parse is EINVALID.
+func stateUpdate(dev string, k topic.Kind, payload []byte) (fleet.StateUpdate, error) {
+	if k == topic.KindConnectivity {
+		return fleet.StateUpdate{DeviceID: dev, Payload: payload}, parseConnectivity(payload)
+	}
+	// The engine is not woken here: the reconcile this queues judges the
+	// report, and an execution it ends wakes the engine (finish).
+	r, err := parseReport(payload)
+	return fleet.StateUpdate{DeviceID: dev, Reported: true, Payload: payload, AppliedVersion: r.AppliedVersion}, err
+}
+
+// storeStates writes one batch in one transaction. When the store refuses
+// the transaction as a whole (nothing of it is written), each message is
+// written alone, so each has the outcome it had before batching: one
+// refused message does not cost the others, and none is dropped because
+// another failed.
+func (c *Controller) storeStates(ctx context.Context, batch []pendingState, updates []fleet.StateUpdate) {
+	errs, err := c.store.UpdateStates(ctx, updates)
+	if err != nil && len(updates) > 1 && ctx.Err() == nil {
+		c.log.Debug("state batch refused; storing each alone", "messages", len(updates), "error", err)
+		for i := range updates {
+			c.storeStates(ctx, batch[i:i+1], updates[i:i+1])
+		}
 		return
 	}
+	for i, p := range batch {
+		if err == nil {
+			c.stateApplied(p.dev, p.m, errs[i])
+		} else {
+			c.stateApplied(p.dev, p.m, err)
+		}
+	}
+}
+
+// stateApplied finishes one state message the store took (err nil) or
+// refused: a stored one queues its device's reconcile.
+func (c *Controller) stateApplied(dev string, m broker.Message, err error) {
 	switch {
 	case fleet.ErrorCode(err) == fleet.ENOTFOUND:
 		c.clearStale(dev, m)
@@ -178,16 +251,6 @@ func (c *Controller) applyBirth(ctx context.Context, dev string, payload []byte)
 		c.births.set(dev, info)
 	}
 	return err
-}
-
-func (c *Controller) applySkills(ctx context.Context, dev string, payload []byte) error {
-	r, err := parseReport(payload)
-	if err != nil {
-		return err
-	}
-	// The engine is not woken here: the reconcile this queues judges the
-	// report, and an execution it ends wakes the engine (finish).
-	return c.store.UpdateReported(ctx, dev, payload, r.AppliedVersion)
 }
 
 // clearStale clears a retained state topic of a device that is not in the

@@ -27,18 +27,6 @@ var (
 	originAbbreviations = map[string]string{"sw_version": "sw", "support_url": "url"}
 )
 
-// abbreviate returns c with its keys abbreviated.
-func abbreviate(c map[string]any) map[string]any {
-	out := make(map[string]any, len(c))
-	for k, v := range c {
-		if a, ok := abbreviations[k]; ok {
-			k = a
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // Expand decodes a discovery config as Home Assistant does: abbreviated keys
 // back to their full names, at the top level, in the device and origin
 // blocks and in every component. For readers that want the full form (tests,

@@ -44,36 +44,58 @@ func switchTemplate(skill string) string {
 		"') | selectattr('active') | list | count > 0 else 'OFF' }}"
 }
 
+// component is one entry of cmps, with Home Assistant's full key names in
+// the comments. Empty strings are left out when encoded, and so is QoS
+// when Retain is nil: a withdrawn component is its platform alone
+// (encode.go writes the keys abbreviated, in encoding/json's map order).
+type component struct {
+	Platform       string // platform
+	Name           string // name
+	UniqueID       string // unique_id
+	StateTopic     string // state_topic
+	ValueTemplate  string // value_template
+	PayloadOn      string // payload_on
+	PayloadOff     string // payload_off
+	StateOn        string // state_on
+	StateOff       string // state_off
+	CommandTopic   string // command_topic
+	PayloadInstall string // payload_install
+	DeviceClass    string // device_class
+	EntityCategory string // entity_category
+	Icon           string // icon
+	StateClass     string // state_class
+	QoS            int    // qos; 0 (only a withdrawn component) leaves it out
+	Retain         *bool  // retain; nil leaves it out
+}
+
+var retainFalse = false
+
 // components returns the live components of in's config, keyed by object id.
-func components(in Input) (map[string]map[string]any, error) {
+func components(in Input) (map[string]component, error) {
 	dev := in.Device
 	conn, err := topic.Connectivity(dev)
 	if err != nil {
 		return nil, err
 	}
-	skills, _ := topic.Skills(dev)
-	uid := func(key string) string { return DeviceIdentifier(dev) + "_" + key }
-	binary := func(key, name, field, class string) map[string]any {
-		c := map[string]any{
-			"platform": PlatformBinarySensor, "name": name, "unique_id": uid(key),
-			"state_topic": conn, "value_template": connectivityTemplate(field),
-			"payload_on": PayloadOn, "payload_off": PayloadOff,
-			"entity_category": "diagnostic", "qos": 1,
+	skills, _ := topic.Skills(dev) // valid: Connectivity checked the id
+	id := DeviceIdentifier(dev)
+	uid := func(key string) string { return id + "_" + key }
+	binary := func(key, name, field, class string) component {
+		return component{
+			Platform: PlatformBinarySensor, Name: name, UniqueID: uid(key),
+			StateTopic: conn, ValueTemplate: connectivityTemplate(field),
+			PayloadOn: PayloadOn, PayloadOff: PayloadOff, DeviceClass: class,
+			EntityCategory: "diagnostic", QoS: 1,
 		}
-		if class != "" {
-			c["device_class"] = class
-		}
-		return c
 	}
-	out := map[string]map[string]any{
-		keyNetwork:  binary(keyNetwork, "Network", "network", "connectivity"),
-		keyInternet: binary(keyInternet, "Internet", "internet", "connectivity"),
-		keyGUI:      binary(keyGUI, "GUI", "gui", ""),
-		keySkillsLoaded: {
-			"platform": PlatformSensor, "name": "Skills loaded", "unique_id": uid(keySkillsLoaded),
-			"state_topic": skills, "value_template": skillsLoadedTemplate,
-			"state_class": "measurement", "icon": "mdi:puzzle", "entity_category": "diagnostic", "qos": 1,
-		},
+	out := make(map[string]component, 4+2*len(in.Skills))
+	out[keyNetwork] = binary(keyNetwork, "Network", "network", "connectivity")
+	out[keyInternet] = binary(keyInternet, "Internet", "internet", "connectivity")
+	out[keyGUI] = binary(keyGUI, "GUI", "gui", "")
+	out[keySkillsLoaded] = component{
+		Platform: PlatformSensor, Name: "Skills loaded", UniqueID: uid(keySkillsLoaded),
+		StateTopic: skills, ValueTemplate: skillsLoadedTemplate,
+		StateClass: "measurement", Icon: "mdi:puzzle", EntityCategory: "diagnostic", QoS: 1,
 	}
 	for _, s := range in.Skills {
 		if err := addSkill(out, dev, s, skills, uid); err != nil {
@@ -83,33 +105,36 @@ func components(in Input) (map[string]map[string]any, error) {
 	return out, nil
 }
 
-func addSkill(out map[string]map[string]any, dev string, s Skill, skills string, uid func(string) string) error {
+// addSkill adds the switch of skill s and, for a fleet-managed one, its
+// update entity.
+func addSkill(out map[string]component, dev string, s Skill, skills string, uid func(string) string) error {
 	set, err := topic.SkillSet(dev, s.ID)
 	if err != nil {
 		return err
 	}
-	key := switchPrefix + topic.HAEscape(s.ID)
+	esc := topic.HAEscape(s.ID)
+	key := switchPrefix + esc
 	if _, dup := out[key]; dup {
 		return fmt.Errorf("skill %s listed twice", s.ID)
 	}
 	title := or(s.Title, s.ID)
-	out[key] = map[string]any{
-		"platform": PlatformSwitch, "name": title, "unique_id": uid(key),
-		"state_topic": skills, "value_template": switchTemplate(s.ID),
-		"state_on": PayloadOn, "state_off": PayloadOff,
-		"command_topic": set, "payload_on": PayloadOn, "payload_off": PayloadOff,
-		"icon": "mdi:puzzle", "qos": 1, "retain": false,
+	out[key] = component{
+		Platform: PlatformSwitch, Name: title, UniqueID: uid(key),
+		StateTopic: skills, ValueTemplate: switchTemplate(s.ID),
+		StateOn: PayloadOn, StateOff: PayloadOff,
+		CommandTopic: set, PayloadOn: PayloadOn, PayloadOff: PayloadOff,
+		Icon: "mdi:puzzle", QoS: 1, Retain: &retainFalse,
 	}
 	if !s.Managed {
 		return nil
 	}
 	state, _ := topic.SkillUpdate(dev, s.ID)
 	install, _ := topic.SkillUpdateSet(dev, s.ID)
-	key = updatePrefix + topic.HAEscape(s.ID)
-	out[key] = map[string]any{
-		"platform": PlatformUpdate, "name": title + " update", "unique_id": uid(key),
-		"state_topic": state, "command_topic": install, "payload_install": PayloadInstall,
-		"entity_category": "config", "qos": 1, "retain": false,
+	key = updatePrefix + esc
+	out[key] = component{
+		Platform: PlatformUpdate, Name: title + " update", UniqueID: uid(key),
+		StateTopic: state, CommandTopic: install, PayloadInstall: PayloadInstall,
+		EntityCategory: "config", QoS: 1, Retain: &retainFalse,
 	}
 	return nil
 }

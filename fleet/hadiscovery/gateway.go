@@ -1,8 +1,6 @@
 package hadiscovery
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/chorus-edge/chorus/gateway/topic"
@@ -60,26 +58,20 @@ func BuildGateway(in GatewayInput) (string, []byte, error) {
 		AvailabilityTopic:   topic.GatewayAvailability,
 		PayloadAvailable:    PayloadOnline,
 		PayloadNotAvailable: PayloadOffline,
-		Components:          abbreviateAll(gatewayComponents()),
+		Components:          gatewayComponents(),
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(c); err != nil {
-		return "", nil, fmt.Errorf("gateway discovery config: %w", err)
-	}
-	return t, bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return t, c.encode(), nil
 }
 
-func gatewayComponents() map[string]map[string]any {
-	sensor := func(key, name, field, icon string) map[string]any {
-		return map[string]any{
-			"platform": PlatformSensor, "name": name, "unique_id": DefaultGateway + "_" + key,
-			"state_topic": topic.GatewayFleet, "value_template": "{{ value_json." + field + " }}",
-			"state_class": "measurement", "icon": icon, "qos": 1,
+func gatewayComponents() map[string]component {
+	sensor := func(key, name, field, icon string) component {
+		return component{
+			Platform: PlatformSensor, Name: name, UniqueID: DefaultGateway + "_" + key,
+			StateTopic: topic.GatewayFleet, ValueTemplate: "{{ value_json." + field + " }}",
+			StateClass: "measurement", Icon: icon, QoS: 1,
 		}
 	}
-	return map[string]map[string]any{
+	return map[string]component{
 		keyGatewayDevices:  sensor(keyGatewayDevices, "Devices", FieldDevices, "mdi:devices"),
 		keyGatewayOnline:   sensor(keyGatewayOnline, "Devices online", FieldDevicesOnline, "mdi:access-point-network"),
 		keyGatewaySkills:   sensor(keyGatewaySkills, "Skills loaded", FieldSkillsLoaded, "mdi:puzzle"),

@@ -14,8 +14,6 @@
 package hadiscovery
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/chorus-edge/chorus/gateway/topic"
@@ -91,14 +89,14 @@ type origin struct {
 // config is the whole message: only keys of DEVICE_DISCOVERY_SCHEMA,
 // abbreviated. The availability options are shared: every component
 // inherits them. Components are built with full key names and abbreviated
-// when encoded (abbreviate).
+// when encoded (encode.go); the struct tags say what encode writes.
 type config struct {
-	Device              device                    `json:"dev"`
-	Origin              origin                    `json:"o"`
-	AvailabilityTopic   string                    `json:"avty_t"`
-	PayloadAvailable    string                    `json:"pl_avail"`
-	PayloadNotAvailable string                    `json:"pl_not_avail"`
-	Components          map[string]map[string]any `json:"cmps"`
+	Device              device               `json:"dev"`
+	Origin              origin               `json:"o"`
+	AvailabilityTopic   string               `json:"avty_t"`
+	PayloadAvailable    string               `json:"pl_avail"`
+	PayloadNotAvailable string               `json:"pl_not_avail"`
+	Components          map[string]component `json:"cmps"`
 }
 
 // Build returns the discovery topic and the retained config payload of
@@ -121,7 +119,7 @@ func Build(in Input) (string, []byte, error) {
 		if !validKey(key) || !knownPlatform(p) {
 			return "", nil, fmt.Errorf("discovery config for %s: withdrawn component %q (%q) is not one Build makes", in.Device, key, p)
 		}
-		cmps[key] = map[string]any{"platform": p}
+		cmps[key] = component{Platform: p}
 	}
 	avail, _ := topic.Availability(in.Device) // valid: HADiscovery checked the id
 	c := config{
@@ -136,15 +134,9 @@ func Build(in Input) (string, []byte, error) {
 		AvailabilityTopic:   avail,
 		PayloadAvailable:    PayloadOnline,
 		PayloadNotAvailable: PayloadOffline,
-		Components:          abbreviateAll(cmps),
+		Components:          cmps,
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // keep the templates' '>' readable
-	if err := enc.Encode(c); err != nil {
-		return "", nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
-	}
-	return t, bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return t, c.encode(), nil // '>' of the templates kept readable: no HTML escaping
 }
 
 // Remove returns the discovery topic of device and the empty payload that,
@@ -167,7 +159,7 @@ func Components(in Input) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(cmps))
 	for k, c := range cmps {
-		out[k] = c["platform"].(string)
+		out[k] = c.Platform
 	}
 	return out, nil
 }
@@ -184,12 +176,4 @@ func or(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func abbreviateAll(cmps map[string]map[string]any) map[string]map[string]any {
-	out := make(map[string]map[string]any, len(cmps))
-	for k, c := range cmps {
-		out[k] = abbreviate(c)
-	}
-	return out
 }

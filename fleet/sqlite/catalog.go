@@ -27,6 +27,7 @@ func (db *DB) PublishVersion(ctx context.Context, v *fleet.SkillVersion) (*fleet
 	}
 	var out *fleet.SkillVersion
 	defer db.desired.dropAll() // a new latest version, once committed (desiredcache.go)
+	defer db.latest.dropAll()  // the same (catalogcache.go)
 	err = db.write(ctx, func(tx *tx) error {
 		old, err := getVersion(ctx, tx, v.SkillID, v.Version)
 		switch {
@@ -70,11 +71,18 @@ func (db *DB) LatestVersion(ctx context.Context, skillID string) (*fleet.SkillVe
 	if err := fleet.ValidSkillID(skillID); err != nil {
 		return nil, err
 	}
+	cached, gen, ok := db.latest.get(skillID)
+	if ok {
+		return cached, nil
+	}
 	var v *fleet.SkillVersion
 	err := db.read(ctx, func(tx *tx) (err error) {
 		v, err = latestVersion(ctx, tx, skillID)
 		return err
 	})
+	if err == nil {
+		db.latest.put(v, gen) // after the read (catalogcache.go)
+	}
 	return v, err
 }
 

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,7 @@ type DB struct {
 	stmts sync.Map // stmtKey -> *sql.Stmt
 
 	desired *desiredCache                 // DesiredFor's documents (desiredcache.go)
+	latest  *latestCache                  // LatestVersion's versions (catalogcache.go)
 	devices *rowCache[fleet.Device]       // GetDevice's rows (devicecache.go)
 	running *rowCache[[]*fleet.Execution] // each device's in-progress executions (devicecache.go)
 	writes  atomic.Uint64                 // numbers write transactions, in commit order (devicecache.go)
@@ -82,7 +84,7 @@ func Open(path string, now func() time.Time) (*DB, error) {
 	if err := privatedb.Prepare(abs); err != nil {
 		return nil, fmt.Errorf("open fleet db: %w", err)
 	}
-	db := &DB{path: abs, now: now, desired: newDesiredCache(), devices: newRowCache(copyDevice), running: newRowCache(copyExecutions)}
+	db := &DB{path: abs, now: now, desired: newDesiredCache(), latest: newLatestCache(), devices: newRowCache(copyDevice), running: newRowCache(copyExecutions)}
 	if db.w, err = openPool(abs, writerParams, 1); err != nil {
 		return nil, err
 	}
@@ -155,6 +157,7 @@ type tx struct {
 	unprepared []string // queries without a cached statement yet
 
 	write   uint64                          // a write transaction's number (DB.writes)
+	touched []int64                         // rollouts whose updated_at tx set (touchRollout)
 	devices []rowChange[fleet.Device]       // device rows changed (deviceChanged)
 	running []rowChange[[]*fleet.Execution] // in-progress executions changed (runningChanged)
 }
@@ -177,6 +180,17 @@ func (tx *tx) runningChanged(e fleet.Execution) {
 	tx.running = append(tx.running, rowChange[[]*fleet.Execution]{id: e.DeviceID, set: func(es *[]*fleet.Execution) {
 		*es = setRunning(*es, e)
 	}})
+}
+
+// touchRollout reports whether tx has yet to set rollout id's updated_at,
+// and notes that it will. A transaction moves the executions of few
+// rollouts, so a list is enough.
+func (tx *tx) touchRollout(id int64) bool {
+	if slices.Contains(tx.touched, id) {
+		return false
+	}
+	tx.touched = append(tx.touched, id)
+	return true
 }
 
 type stmtKey struct {

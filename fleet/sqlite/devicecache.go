@@ -81,29 +81,38 @@ func (c *rowCache[T]) put(id string, v T, seq, write uint64) {
 	c.rows[id] = cachedRow[T]{v: c.clone(v), write: write}
 }
 
-// apply folds in the changes of the write transaction numbered write:
-// committed, each set is applied to a value that has seen no later write;
-// otherwise (or not committed, or set is nil) the value is dropped. Either
-// way the device is marked changed, so a reader that started before does
-// not put it back. The marks stay after a device is removed, as
-// desiredCache's do.
+// apply folds in the changes of the write transaction numbered write, in
+// the order the transaction made them: committed, each set is applied to a
+// value that has seen no later write; otherwise (or not committed, or set
+// is nil) the value is dropped. A value this call already changed takes
+// the transaction's next change of it too (a batch, UpdateStates, can
+// change one device twice). Either way the device is marked changed, so a
+// reader that started before does not put it back. The marks stay after a
+// device is removed, as desiredCache's do.
 func (c *rowCache[T]) apply(write uint64, changes []rowChange[T], committed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ch := range changes {
+	var folded map[string]bool // values this call changed; made only for a second change
+	for i, ch := range changes {
 		c.seq++
 		c.changed[ch.id] = c.seq
 		r, ok := c.rows[ch.id]
 		if !ok {
 			continue
 		}
-		if !committed || ch.set == nil || r.write >= write {
+		if !committed || ch.set == nil || r.write > write || r.write == write && !folded[ch.id] {
 			delete(c.rows, ch.id)
 			continue
 		}
 		ch.set(&r.v)
 		r.write = write
 		c.rows[ch.id] = r
+		if i < len(changes)-1 {
+			if folded == nil {
+				folded = map[string]bool{}
+			}
+			folded[ch.id] = true
+		}
 	}
 }
 

@@ -62,6 +62,15 @@ func TestRowCacheWriteOrder(t *testing.T) {
 		{"write numbered before the read ended", 5, func(c *rowCache[fleet.Device]) {
 			c.apply(5, []rowChange[fleet.Device]{{id: "pi1", set: setApplied(5)}}, true)
 		}, 0},
+		{"two changes of one transaction", 4, func(c *rowCache[fleet.Device]) {
+			c.apply(5, []rowChange[fleet.Device]{{id: "pi1", set: setApplied(5)}, {id: "pi2", set: nil}, {id: "pi1", set: setApplied(7)}}, true)
+		}, 7},
+		{"two changes of one transaction, read in its snapshot", 5, func(c *rowCache[fleet.Device]) {
+			c.apply(5, []rowChange[fleet.Device]{{id: "pi1", set: setApplied(5)}, {id: "pi1", set: setApplied(7)}}, true)
+		}, 0},
+		{"a change after a drop in one transaction", 4, func(c *rowCache[fleet.Device]) {
+			c.apply(5, []rowChange[fleet.Device]{{id: "pi1", set: nil}, {id: "pi1", set: setApplied(7)}}, true)
+		}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

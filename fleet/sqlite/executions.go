@@ -246,15 +246,28 @@ func transition(ctx context.Context, tx *tx, e *fleet.Execution, to fleet.ExecSt
 	}
 	// The rollout changed too: its updated_at (`rollout list` UPDATED)
 	// moves with every execution that starts or finishes (issue 16 §8).
-	if _, err := tx.ExecContext(ctx, `UPDATE rollouts SET updated_at = ? WHERE id = ?`, encTime(tx.now), e.RolloutID); err != nil {
-		return err
+	// Once per rollout and transaction: every statement of tx sets it to
+	// tx.now, so a batch's second move of a rollout would write the same value.
+	if tx.touchRollout(e.RolloutID) {
+		if _, err := tx.ExecContext(ctx, `UPDATE rollouts SET updated_at = ? WHERE id = ?`, encTime(tx.now), e.RolloutID); err != nil {
+			return err
+		}
 	}
-	detail, err := json.Marshal(map[string]any{"from": from, "to": to, "reason": reason})
+	detail, err := json.Marshal(transitionDetail{From: from, Reason: reason, To: to})
 	if err != nil {
 		return err
 	}
 	return appendAudit(ctx, tx, &fleet.AuditEntry{Actor: fleet.ActorController, Action: "execution." + string(to),
 		Subject: fmt.Sprintf("rollout/%d/%s", e.RolloutID, e.DeviceID), Detail: detail})
+}
+
+// transitionDetail is the audit detail of a transition: the bytes the
+// map {"from", "reason", "to"} it replaces encoded to (fields in key
+// order), without a map per transition.
+type transitionDetail struct {
+	From   fleet.ExecState `json:"from"`
+	Reason string          `json:"reason"`
+	To     fleet.ExecState `json:"to"`
 }
 
 // cancelActive cancels every unfinished execution matching cond.
