@@ -107,6 +107,8 @@ func TestBenchAgentSmoke(t *testing.T) {
 		}
 	}
 	if rep["skills"] != 2.0 || rep["discovery_dirs"] != 3.0 || rep["skill_processes"] != 2.0 {
-		t.Errorf("skills %v, discovery_dirs %v, skill_processes %v; want 2, 3, 2", rep["skills"], rep["discovery_dirs"], rep["skill_processes"])
+		// The agent's log says whether a skill process had exited, and how.
+		t.Errorf("skills %v, discovery_dirs %v, skill_processes %v; want 2, 3, 2\nagent's stderr:\n%s",
+			rep["skills"], rep["discovery_dirs"], rep["skill_processes"], errOut.String())
 	}
 }
