@@ -466,6 +466,13 @@ func (x *TopicsIndex) RetainMessage(pk packets.Packet) int64 {
 	n.Lock()
 	defer n.Unlock()
 	if len(pk.Payload) > 0 {
+		if n.retainPath == pk.TopicName {
+			// The topic again: keep the string already held (by the
+			// particle, the retained map's key and the stored packet)
+			// rather than hold each publish's copy beside the first,
+			// which the particles' keys keep.
+			pk.TopicName = n.retainPath
+		}
 		n.retainPath = pk.TopicName
 		x.Retained.Add(pk.TopicName, pk)
 		return 1

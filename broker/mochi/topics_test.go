@@ -1121,3 +1121,20 @@ func TestParticlesMakeTheirMapsOnFirstAdd(t *testing.T) {
 	require.NotNil(t, leaf.subsp.Load())
 	require.Equal(t, []packets.Packet{{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: "a/b/c", Payload: []byte("x")}}, index.Messages("a/b/c"))
 }
+
+// TestRetainMessageKeepsTheTopicHeld: a second retained publish on a topic
+// stores the topic string the first one left (which the particles' keys
+// hold anyway), not its own copy beside it.
+func TestRetainMessageKeepsTheTopicHeld(t *testing.T) {
+	index := NewTopicsIndex()
+	first := string([]byte("a/b/c"))
+	second := string([]byte("a/b/c"))
+	require.NotSame(t, unsafe.StringData(first), unsafe.StringData(second))
+	index.RetainMessage(packets.Packet{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: first, Payload: []byte("1")})
+	index.RetainMessage(packets.Packet{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: second, Payload: []byte("2")})
+	got, ok := index.Retained.Get("a/b/c")
+	require.True(t, ok)
+	require.Equal(t, []byte("2"), got.Payload)
+	require.Same(t, unsafe.StringData(first), unsafe.StringData(got.TopicName))
+	require.Same(t, unsafe.StringData(first), unsafe.StringData(index.seek("a/b/c", 0).retained()))
+}
