@@ -71,13 +71,16 @@ type Packets struct {
 
 // storedPacket is a Packet as Packets holds it: the same fields, but the
 // connect parameters, the reason codes and the filters (what a retained
-// publish never has) and the properties (which it rarely has) only when they
-// are set, behind pointers. A Packet is 800 bytes; a retained message costs
-// a 128-byte storedPacket besides its topic and payload. The conversion is
+// publish never has) and the properties only when they are set, behind
+// pointers. A Packet is 800 bytes; a retained message costs a 128-byte
+// storedPacket besides its topic and payload, and a 48-byte
+// commonProperties when it has a content type, user properties, an expiry or
+// a payload format (a whole Properties is 256 bytes). The conversion is
 // lossless.
 type storedPacket struct {
-	rare            *rareFields // nil when all zero
-	properties      *Properties // nil when zero
+	rare            *rareFields       // nil when all zero
+	common          *commonProperties // set when the properties are only these, else nil
+	properties      *Properties       // set when the properties have any other field, else nil
 	Payload         []byte
 	TopicName       string
 	Origin          string
@@ -100,6 +103,44 @@ type rareFields struct {
 	filters     Subscriptions
 }
 
+// commonProperties are the properties a retained publish usually has, if
+// any: a content type, user properties, a message expiry, a payload format.
+type commonProperties struct {
+	User                  []UserProperty
+	ContentType           string
+	MessageExpiryInterval uint32
+	PayloadFormat         byte
+	PayloadFormatFlag     bool
+}
+
+// storeProperties sets sp's properties from p: nothing when p is zero, the
+// common ones alone when p has no other field set, else a copy of p.
+func (sp *storedPacket) storeProperties(p Properties) {
+	c := commonProperties{User: p.User, ContentType: p.ContentType, MessageExpiryInterval: p.MessageExpiryInterval,
+		PayloadFormat: p.PayloadFormat, PayloadFormatFlag: p.PayloadFormatFlag}
+	rest := p
+	rest.User, rest.ContentType, rest.MessageExpiryInterval, rest.PayloadFormat, rest.PayloadFormatFlag = nil, "", 0, 0, false
+	switch {
+	case !reflect.ValueOf(&rest).Elem().IsZero():
+		sp.properties = &p
+	case !reflect.ValueOf(&c).Elem().IsZero():
+		sp.common = &c
+	}
+}
+
+// props returns the properties storeProperties set.
+func (sp *storedPacket) props() Properties {
+	switch {
+	case sp.properties != nil:
+		return *sp.properties
+	case sp.common != nil:
+		c := sp.common
+		return Properties{User: c.User, ContentType: c.ContentType, MessageExpiryInterval: c.MessageExpiryInterval,
+			PayloadFormat: c.PayloadFormat, PayloadFormatFlag: c.PayloadFormatFlag}
+	}
+	return Properties{}
+}
+
 func storePacket(pk Packet) *storedPacket {
 	sp := &storedPacket{Payload: pk.Payload,
 		TopicName: pk.TopicName, Origin: pk.Origin, FixedHeader: pk.FixedHeader, Created: pk.Created,
@@ -108,10 +149,7 @@ func storePacket(pk Packet) *storedPacket {
 	if pk.ReasonCodes != nil || pk.Filters != nil || !reflect.ValueOf(&pk.Connect).Elem().IsZero() {
 		sp.rare = &rareFields{connect: pk.Connect, reasonCodes: pk.ReasonCodes, filters: pk.Filters}
 	}
-	if !reflect.ValueOf(&pk.Properties).Elem().IsZero() {
-		p := pk.Properties
-		sp.properties = &p
-	}
+	sp.storeProperties(pk.Properties)
 	return sp
 }
 
@@ -125,9 +163,7 @@ func (sp *storedPacket) packet() Packet {
 		pk.ReasonCodes = sp.rare.reasonCodes
 		pk.Filters = sp.rare.filters
 	}
-	if sp.properties != nil {
-		pk.Properties = *sp.properties
-	}
+	pk.Properties = sp.props()
 	return pk
 }
 

@@ -540,6 +540,42 @@ func TestPacketsRoundTripCompact(t *testing.T) {
 	require.LessOrEqual(t, int(unsafe.Sizeof(storedPacket{})), 128, "a retained publish's stored form fits the 128-byte size class (was 168: 176)")
 }
 
+// TestPacketsPropertiesRoundTrip: a packet's properties come back as they
+// went in, whether they are only the common ones (held compactly), any
+// other field besides, or empty but non-nil.
+func TestPacketsPropertiesRoundTrip(t *testing.T) {
+	cases := map[string]struct {
+		props  Properties
+		common bool // held as commonProperties
+		full   bool // held as a whole Properties
+	}{
+		"none":               {},
+		"content type":       {props: Properties{ContentType: "application/json"}, common: true},
+		"user":               {props: Properties{User: []UserProperty{{Key: "session", Val: "3"}}}, common: true},
+		"empty user":         {props: Properties{User: []UserProperty{}}, common: true},
+		"expiry and format":  {props: Properties{MessageExpiryInterval: 300, PayloadFormat: 1, PayloadFormatFlag: true}, common: true},
+		"format flag only":   {props: Properties{PayloadFormatFlag: true}, common: true},
+		"response topic":     {props: Properties{ContentType: "a", ResponseTopic: "r"}, full: true},
+		"correlation data":   {props: Properties{CorrelationData: []byte{}}, full: true},
+		"subscription ids":   {props: Properties{SubscriptionIdentifier: []int{1}, User: []UserProperty{{Key: "k"}}}, full: true},
+		"topic alias":        {props: Properties{TopicAlias: 2, TopicAliasFlag: true}, full: true},
+		"reason string only": {props: Properties{ReasonString: "x"}, full: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pk := Packet{FixedHeader: FixedHeader{Type: Publish, Retain: true}, TopicName: "t", Payload: []byte("p"), Properties: tc.props}
+			p := NewPackets()
+			p.Add("t", pk)
+			got, ok := p.Get("t")
+			require.True(t, ok)
+			require.Equal(t, pk, got)
+			require.Equal(t, tc.common, p.internal["t"].common != nil, "held as commonProperties")
+			require.Equal(t, tc.full, p.internal["t"].properties != nil, "held as Properties")
+		})
+	}
+	require.LessOrEqual(t, int(unsafe.Sizeof(commonProperties{})), 48, "the common properties fit the 48-byte size class (a Properties is 256)")
+}
+
 func TestPacketsDeleteIf(t *testing.T) {
 	p := NewPackets()
 	p.Add("a", Packet{Expiry: 1})
