@@ -7,6 +7,9 @@ package packets
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -596,4 +599,62 @@ func BenchmarkPacketsAddRetained(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		p.Add(pk.TopicName, pk)
 	}
+}
+
+// TestPacketsCompressLargePayloads: with CompressPayloadsAbove, a payload
+// longer than the bound that deflates well is held compressed and read back
+// as it went in (Get, GetAll, DeleteIf); a short one or one that does not
+// shrink by a quarter is held as given.
+func TestPacketsCompressLargePayloads(t *testing.T) {
+	p := NewPackets()
+	p.CompressPayloadsAbove(64)
+	large := []byte(strings.Repeat(`{"p":"switch","stat_t":"chorus/v1/pi/skills","pl_on":"ON"},`, 80))
+	random := make([]byte, 4096) // xorshift: deflate cannot shrink it
+	for i, x := 0, uint32(2463534242); i < len(random); i++ {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		random[i] = byte(x)
+	}
+	cases := map[string]struct {
+		payload    []byte
+		compressed bool
+	}{
+		"large":        {payload: large, compressed: true},
+		"short":        {payload: large[:64]},
+		"incompressed": {payload: random},
+		"empty":        {},
+	}
+	want := map[string]Packet{}
+	for name, tc := range cases {
+		pk := Packet{FixedHeader: FixedHeader{Type: Publish, Retain: true}, TopicName: name, Payload: tc.payload,
+			Properties: Properties{ContentType: "application/json"}}
+		p.Add(name, pk)
+		want[name] = pk
+		got, ok := p.Get(name)
+		require.True(t, ok, name)
+		require.Equal(t, pk, got, name)
+		require.Equal(t, tc.compressed, p.internal[name].compressed, name)
+	}
+	require.Less(t, len(p.internal["large"].Payload), len(large)/4, "a repetitive payload is held in under a quarter")
+	require.Equal(t, want, p.GetAll())
+	require.True(t, p.DeleteIf("large", func(pk Packet) bool { return bytes.Equal(pk.Payload, large) }))
+
+	// Concurrent adds and reads share the one writer and the reader pool.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				p.Add(id, Packet{TopicName: id, Payload: large})
+				got, _ := p.Get(id)
+				if !bytes.Equal(got.Payload, large) {
+					t.Errorf("%s: payload changed", id)
+					return
+				}
+			}
+		}(strconv.Itoa(i))
+	}
+	wg.Wait()
 }
