@@ -7,6 +7,7 @@ package mqtt
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/stretchr/testify/require"
@@ -220,7 +221,7 @@ func TestSubscribe(t *testing.T) {
 
 	final := index.root.particles.get("a").particles.get("b").particles.get("c")
 	require.NotNil(t, final)
-	client, exists := final.subscriptions.Get("cl1")
+	client, exists := final.subs().subscriptions.Get("cl1")
 	require.True(t, exists)
 	require.Equal(t, byte(1), client.Qos)
 }
@@ -230,11 +231,11 @@ func TestSubscribeShared(t *testing.T) {
 	index.Subscribe("cl1", packets.Subscription{Filter: SharePrefix + "/tmp/a/b/c", Qos: 2})
 	final := index.root.particles.get("a").particles.get("b").particles.get("c")
 	require.NotNil(t, final)
-	client, exists := final.shared.Get("tmp", "cl1")
+	client, exists := final.subs().shared.Get("tmp", "cl1")
 	require.True(t, exists)
 	require.Equal(t, byte(2), client.Qos)
-	require.Equal(t, 0, final.subscriptions.Len())
-	require.Equal(t, 1, final.shared.Len())
+	require.Equal(t, 0, final.subs().subscriptions.Len())
+	require.Equal(t, 1, final.subs().shared.Len())
 }
 
 func BenchmarkSubscribe(b *testing.B) {
@@ -254,42 +255,42 @@ func BenchmarkSubscribeShared(b *testing.B) {
 func TestUnsubscribe(t *testing.T) {
 	index := NewTopicsIndex()
 	index.Subscribe("cl1", packets.Subscription{Filter: "a/b/c/d", Qos: 1})
-	client, exists := index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d").subscriptions.Get("cl1")
+	client, exists := index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d").subs().subscriptions.Get("cl1")
 	require.NotNil(t, client)
 	require.True(t, exists)
 
 	index.Subscribe("cl1", packets.Subscription{Filter: "a/b/+/d", Qos: 1})
-	client, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").subscriptions.Get("cl1")
+	client, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").subs().subscriptions.Get("cl1")
 	require.NotNil(t, client)
 	require.True(t, exists)
 
 	index.Subscribe("cl1", packets.Subscription{Filter: "d/e/f", Qos: 1})
-	client, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subscriptions.Get("cl1")
+	client, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subs().subscriptions.Get("cl1")
 	require.NotNil(t, client)
 	require.True(t, exists)
 
 	index.Subscribe("cl2", packets.Subscription{Filter: "d/e/f", Qos: 1})
-	client, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subscriptions.Get("cl2")
+	client, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subs().subscriptions.Get("cl2")
 	require.NotNil(t, client)
 	require.True(t, exists)
 
 	index.Subscribe("cl3", packets.Subscription{Filter: "#", Qos: 2})
-	client, exists = index.root.particles.get("#").subscriptions.Get("cl3")
+	client, exists = index.root.particles.get("#").subs().subscriptions.Get("cl3")
 	require.NotNil(t, client)
 	require.True(t, exists)
 
 	ok := index.Unsubscribe("a/b/c/d", "cl1")
 	require.True(t, ok)
 	require.Nil(t, index.root.particles.get("a").particles.get("b").particles.get("c"))
-	client, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").subscriptions.Get("cl1")
+	client, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").subs().subscriptions.Get("cl1")
 	require.NotNil(t, client)
 	require.True(t, exists)
 
 	ok = index.Unsubscribe("d/e/f", "cl1")
 	require.True(t, ok)
 
-	require.Equal(t, 1, index.root.particles.get("d").particles.get("e").particles.get("f").subscriptions.Len())
-	client, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subscriptions.Get("cl2")
+	require.Equal(t, 1, index.root.particles.get("d").particles.get("e").particles.get("f").subs().subscriptions.Len())
+	client, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subs().subscriptions.Get("cl2")
 	require.NotNil(t, client)
 	require.True(t, exists)
 
@@ -306,7 +307,7 @@ func TestUnsubscribeNoCascade(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 1, index.root.particles.len())
 
-	client, exists := index.root.particles.get("a").particles.get("b").particles.get("c").subscriptions.Get("cl1")
+	client, exists := index.root.particles.get("a").particles.get("b").particles.get("c").subs().subscriptions.Get("cl1")
 	require.NotNil(t, client)
 	require.True(t, exists)
 }
@@ -316,12 +317,12 @@ func TestUnsubscribeShared(t *testing.T) {
 	index.Subscribe("cl1", packets.Subscription{Filter: "$SHARE/tmp/a/b/c", Qos: 2})
 	final := index.root.particles.get("a").particles.get("b").particles.get("c")
 	require.NotNil(t, final)
-	client, exists := final.shared.Get("tmp", "cl1")
+	client, exists := final.subs().shared.Get("tmp", "cl1")
 	require.True(t, exists)
 	require.Equal(t, byte(2), client.Qos)
 
 	require.True(t, index.Unsubscribe("$share/tmp/a/b/c", "cl1"))
-	_, exists = final.shared.Get("tmp", "cl1")
+	_, exists = final.subs().shared.Get("tmp", "cl1")
 	require.False(t, exists)
 }
 
@@ -341,7 +342,7 @@ func TestIndexSeek(t *testing.T) {
 	index := NewTopicsIndex()
 	k1 := index.set(filter, 0)
 	require.Equal(t, "f", k1.key)
-	k1.subscriptions.Add("cl1", packets.Subscription{})
+	k1.ensureSubs().subscriptions.Add("cl1", packets.Subscription{})
 
 	require.Equal(t, k1, index.seek(filter, 0))
 	require.Nil(t, index.seek("d/e/f", 0))
@@ -351,29 +352,29 @@ func TestIndexTrim(t *testing.T) {
 	index := NewTopicsIndex()
 	k1 := index.set("a/b/c", 0)
 	require.Equal(t, "c", k1.key)
-	k1.subscriptions.Add("cl1", packets.Subscription{})
+	k1.ensureSubs().subscriptions.Add("cl1", packets.Subscription{})
 
 	k2 := index.set("a/b/c/d/e/f", 0)
 	require.Equal(t, "f", k2.key)
-	k2.subscriptions.Add("cl1", packets.Subscription{})
+	k2.ensureSubs().subscriptions.Add("cl1", packets.Subscription{})
 
 	k3 := index.set("a/b", 0)
 	require.Equal(t, "b", k3.key)
-	k3.subscriptions.Add("cl1", packets.Subscription{})
+	k3.ensureSubs().subscriptions.Add("cl1", packets.Subscription{})
 
 	index.trim(k2)
 	require.NotNil(t, index.root.particles.get("a").particles.get("b").particles.get("c"))
 	require.NotNil(t, index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d").particles.get("e").particles.get("f"))
 	require.NotNil(t, index.root.particles.get("a").particles.get("b"))
 
-	k2.subscriptions.Delete("cl1")
+	k2.subs().subscriptions.Delete("cl1")
 	index.trim(k2)
 
 	require.Nil(t, index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d"))
 	require.NotNil(t, index.root.particles.get("a").particles.get("b").particles.get("c"))
 
-	k1.subscriptions.Delete("cl1")
-	k3.subscriptions.Delete("cl1")
+	k1.subs().subscriptions.Delete("cl1")
+	k3.subs().subscriptions.Delete("cl1")
 	index.trim(k2)
 	require.Nil(t, index.root.particles.get("a"))
 }
@@ -1011,43 +1012,43 @@ func TestInlineUnsubscribe(t *testing.T) {
 
 	index := NewTopicsIndex()
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "a/b/c/d", Identifier: 1}})
-	sub, exists := index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d").inlineSubscriptions.Get(1)
+	sub, exists := index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
 	index = NewTopicsIndex()
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "a/b/c/d", Identifier: 1}})
-	sub, exists = index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d").inlineSubscriptions.Get(1)
+	sub, exists = index.root.particles.get("a").particles.get("b").particles.get("c").particles.get("d").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "d/e/f", Identifier: 1}})
-	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").inlineSubscriptions.Get(1)
+	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "d/e/f", Identifier: 2}})
-	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").inlineSubscriptions.Get(2)
+	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subs().inlineSubscriptions.Get(2)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "a/b/+/d", Identifier: 1}})
-	sub, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").inlineSubscriptions.Get(1)
+	sub, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "d/e/f", Identifier: 1}})
-	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").inlineSubscriptions.Get(1)
+	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "d/e/f", Identifier: 1}})
-	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").inlineSubscriptions.Get(1)
+	sub, exists = index.root.particles.get("d").particles.get("e").particles.get("f").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
 	index.InlineSubscribe(InlineSubscription{Handler: handler, Subscription: packets.Subscription{Filter: "#", Identifier: 1}})
-	sub, exists = index.root.particles.get("#").inlineSubscriptions.Get(1)
+	sub, exists = index.root.particles.get("#").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
@@ -1055,7 +1056,7 @@ func TestInlineUnsubscribe(t *testing.T) {
 	require.True(t, ok)
 	require.Nil(t, index.root.particles.get("a").particles.get("b").particles.get("c"))
 
-	sub, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").inlineSubscriptions.Get(1)
+	sub, exists = index.root.particles.get("a").particles.get("b").particles.get("+").particles.get("d").subs().inlineSubscriptions.Get(1)
 	require.NotNil(t, sub)
 	require.True(t, exists)
 
@@ -1099,10 +1100,12 @@ func TestParticlesMakeTheirMapsOnFirstAdd(t *testing.T) {
 	leaf := index.seek("a/b/c", 0)
 	require.NotNil(t, leaf)
 	require.Nil(t, leaf.particles.internal)
-	require.Nil(t, leaf.subscriptions.internal)
-	require.Nil(t, leaf.shared.internal)
-	require.Nil(t, leaf.inlineSubscriptions.internal)
-	require.Equal(t, 0, leaf.subscriptions.Len())
+	require.Nil(t, leaf.subsp.Load(), "no subscription structs at all until the first subscription")
+	require.LessOrEqual(t, int(unsafe.Sizeof(particle{})), 96, "a particle without subscriptions fits the 96-byte size class (was 112 plus three 32-byte subscription structs)")
+	require.Nil(t, noSubs.subscriptions.internal)
+	require.Nil(t, noSubs.shared.internal)
+	require.Nil(t, noSubs.inlineSubscriptions.internal)
+	require.Equal(t, 0, leaf.subs().subscriptions.Len())
 	require.Empty(t, index.Subscribers("a/b/c").Subscriptions)
 
 	require.True(t, index.Subscribe("cl1", packets.Subscription{Filter: "a/b/c"}))
@@ -1115,5 +1118,23 @@ func TestParticlesMakeTheirMapsOnFirstAdd(t *testing.T) {
 	require.Len(t, got.Shared, 1)
 	require.Len(t, got.InlineSubscriptions, 1)
 	require.Contains(t, index.Subscribers("a/b/c/d").Subscriptions, "cl3")
+	require.NotNil(t, leaf.subsp.Load())
 	require.Equal(t, []packets.Packet{{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: "a/b/c", Payload: []byte("x")}}, index.Messages("a/b/c"))
+}
+
+// TestRetainMessageKeepsTheTopicHeld: a second retained publish on a topic
+// stores the topic string the first one left (which the particles' keys
+// hold anyway), not its own copy beside it.
+func TestRetainMessageKeepsTheTopicHeld(t *testing.T) {
+	index := NewTopicsIndex()
+	first := string([]byte("a/b/c"))
+	second := string([]byte("a/b/c"))
+	require.NotSame(t, unsafe.StringData(first), unsafe.StringData(second))
+	index.RetainMessage(packets.Packet{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: first, Payload: []byte("1")})
+	index.RetainMessage(packets.Packet{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: second, Payload: []byte("2")})
+	got, ok := index.Retained.Get("a/b/c")
+	require.True(t, ok)
+	require.Equal(t, []byte("2"), got.Payload)
+	require.Same(t, unsafe.StringData(first), unsafe.StringData(got.TopicName))
+	require.Same(t, unsafe.StringData(first), unsafe.StringData(index.seek("a/b/c", 0).retained()))
 }

@@ -25,6 +25,7 @@ type benchFleetFlags struct {
 	deadline        time.Duration
 	jsonOut, inProc bool
 	cpuProfile      string
+	memoryLimit     string
 }
 
 func (a *app) newBenchFleetCmd() *cobra.Command {
@@ -38,6 +39,17 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 				return errors.New("--devices must be at least 1")
 			}
 			a.benchLogger(cmd)
+			if f.memoryLimit != "" {
+				if f.cfg.Server != "" {
+					return errors.New("--memory-limit applies to the in-process gateway, and --server targets another one")
+				}
+				// This process only: the simulated devices' child keeps
+				// the runtime's default (GOMEMLIMIT in the environment
+				// would reach both, and the child needs gigabytes).
+				if err := applyMemoryLimit(f.memoryLimit, a.log); err != nil {
+					return err
+				}
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), f.deadline)
 			defer cancel()
 			if f.cpuProfile != "" {
@@ -67,6 +79,7 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 	fl.IntVar(&f.cfg.ArtifactKiB, "artifact-kib", 16, "size of the published skill's padding, KiB")
 	fl.IntVar(&f.cfg.Workers, "workers", 32, "simulated-device appliers (bounds concurrent artifact downloads)")
 	fl.Int32Var(&f.cfg.MaxWritesPending, "max-writes-pending", 0, "broker.max_writes_pending for the in-process gateway (0 = the default)")
+	fl.StringVar(&f.memoryLimit, "memory-limit", "", "Go soft memory limit of the in-process gateway (this process, not the devices' child), as the gateway's --memory-limit; GOMEMLIMIT wins")
 	fl.DurationVar(&f.deadline, "deadline", 5*time.Minute, "bound on the whole run")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as JSON")
 	fl.BoolVar(&f.inProc, "in-process-devices", false, "run the simulated devices in this process (default: a child `chorus bench fleet-devices`, so the gateway's CPU and RSS are its own)")

@@ -112,3 +112,16 @@ func TestBenchAgentSmoke(t *testing.T) {
 			rep["skills"], rep["discovery_dirs"], rep["skill_processes"], errOut.String())
 	}
 }
+
+// TestBenchFleetMemoryLimitOnlyInProcess: --memory-limit sets the limit of
+// the gateway the bench runs in this process, so with --server (a gateway
+// elsewhere) it is refused rather than silently applied to the driver.
+func TestBenchFleetMemoryLimitOnlyInProcess(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := newApp(&out, &errOut, func(string) string { return "" })
+	code := a.execute(context.Background(), []string{"bench", "fleet", "--server", "http://127.0.0.1:1",
+		"--token", "t", "--mqtt-url", "mqtt://127.0.0.1:1", "--memory-limit", "512MiB"})
+	if code == 0 || !bytes.Contains(errOut.Bytes(), []byte("--memory-limit")) {
+		t.Fatalf("exit %d, stderr %q; want a refusal naming --memory-limit", code, errOut.String())
+	}
+}

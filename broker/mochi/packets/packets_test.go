@@ -7,6 +7,9 @@ package packets
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -540,6 +543,42 @@ func TestPacketsRoundTripCompact(t *testing.T) {
 	require.LessOrEqual(t, int(unsafe.Sizeof(storedPacket{})), 128, "a retained publish's stored form fits the 128-byte size class (was 168: 176)")
 }
 
+// TestPacketsPropertiesRoundTrip: a packet's properties come back as they
+// went in, whether they are only the common ones (held compactly), any
+// other field besides, or empty but non-nil.
+func TestPacketsPropertiesRoundTrip(t *testing.T) {
+	cases := map[string]struct {
+		props  Properties
+		common bool // held as commonProperties
+		full   bool // held as a whole Properties
+	}{
+		"none":               {},
+		"content type":       {props: Properties{ContentType: "application/json"}, common: true},
+		"user":               {props: Properties{User: []UserProperty{{Key: "session", Val: "3"}}}, common: true},
+		"empty user":         {props: Properties{User: []UserProperty{}}, common: true},
+		"expiry and format":  {props: Properties{MessageExpiryInterval: 300, PayloadFormat: 1, PayloadFormatFlag: true}, common: true},
+		"format flag only":   {props: Properties{PayloadFormatFlag: true}, common: true},
+		"response topic":     {props: Properties{ContentType: "a", ResponseTopic: "r"}, full: true},
+		"correlation data":   {props: Properties{CorrelationData: []byte{}}, full: true},
+		"subscription ids":   {props: Properties{SubscriptionIdentifier: []int{1}, User: []UserProperty{{Key: "k"}}}, full: true},
+		"topic alias":        {props: Properties{TopicAlias: 2, TopicAliasFlag: true}, full: true},
+		"reason string only": {props: Properties{ReasonString: "x"}, full: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pk := Packet{FixedHeader: FixedHeader{Type: Publish, Retain: true}, TopicName: "t", Payload: []byte("p"), Properties: tc.props}
+			p := NewPackets()
+			p.Add("t", pk)
+			got, ok := p.Get("t")
+			require.True(t, ok)
+			require.Equal(t, pk, got)
+			require.Equal(t, tc.common, p.internal["t"].common != nil, "held as commonProperties")
+			require.Equal(t, tc.full, p.internal["t"].properties != nil, "held as Properties")
+		})
+	}
+	require.LessOrEqual(t, int(unsafe.Sizeof(commonProperties{})), 48, "the common properties fit the 48-byte size class (a Properties is 256)")
+}
+
 func TestPacketsDeleteIf(t *testing.T) {
 	p := NewPackets()
 	p.Add("a", Packet{Expiry: 1})
@@ -560,4 +599,62 @@ func BenchmarkPacketsAddRetained(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		p.Add(pk.TopicName, pk)
 	}
+}
+
+// TestPacketsCompressLargePayloads: with CompressPayloadsAbove, a payload
+// longer than the bound that deflates well is held compressed and read back
+// as it went in (Get, GetAll, DeleteIf); a short one or one that does not
+// shrink by a quarter is held as given.
+func TestPacketsCompressLargePayloads(t *testing.T) {
+	p := NewPackets()
+	p.CompressPayloadsAbove(64)
+	large := []byte(strings.Repeat(`{"p":"switch","stat_t":"chorus/v1/pi/skills","pl_on":"ON"},`, 80))
+	random := make([]byte, 4096) // xorshift: deflate cannot shrink it
+	for i, x := 0, uint32(2463534242); i < len(random); i++ {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		random[i] = byte(x)
+	}
+	cases := map[string]struct {
+		payload    []byte
+		compressed bool
+	}{
+		"large":        {payload: large, compressed: true},
+		"short":        {payload: large[:64]},
+		"incompressed": {payload: random},
+		"empty":        {},
+	}
+	want := map[string]Packet{}
+	for name, tc := range cases {
+		pk := Packet{FixedHeader: FixedHeader{Type: Publish, Retain: true}, TopicName: name, Payload: tc.payload,
+			Properties: Properties{ContentType: "application/json"}}
+		p.Add(name, pk)
+		want[name] = pk
+		got, ok := p.Get(name)
+		require.True(t, ok, name)
+		require.Equal(t, pk, got, name)
+		require.Equal(t, tc.compressed, p.internal[name].compressed, name)
+	}
+	require.Less(t, len(p.internal["large"].Payload), len(large)/4, "a repetitive payload is held in under a quarter")
+	require.Equal(t, want, p.GetAll())
+	require.True(t, p.DeleteIf("large", func(pk Packet) bool { return bytes.Equal(pk.Payload, large) }))
+
+	// Concurrent adds and reads share the one writer and the reader pool.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				p.Add(id, Packet{TopicName: id, Payload: large})
+				got, _ := p.Get(id)
+				if !bytes.Equal(got.Payload, large) {
+					t.Errorf("%s: payload changed", id)
+					return
+				}
+			}
+		}(strconv.Itoa(i))
+	}
+	wg.Wait()
 }
