@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"runtime"
@@ -95,6 +96,38 @@ func TestRevokeWhileConnected(t *testing.T) {
 	}
 	if _, err := brokertest.Connect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/pi-1b"}); err == nil {
 		t.Fatal("revoked device reconnected")
+	}
+}
+
+// A client that disconnects cleanly while SetTable revokes it: the broker
+// withdraws the Will through its flag on both paths, so the race detector
+// finds nothing (mochi's clean disconnect assigned the whole Will struct
+// while SetTable stored its flag from another goroutine; seen in
+// fleet/httpapi's join tests). Twenty rounds, since whether the two meet
+// depends on the scheduler.
+func TestRevokeDuringCleanDisconnect(t *testing.T) {
+	dev := brokertest.NewDevice(t, "pi-1")
+	b := brokertest.Start(t, broker.Config{}, dev.Account)
+	empty, err := broker.NewTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := broker.NewTable(dev.Account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	will := &paho.WillMessage{Topic: "chorus/v1/pi-1/availability", Payload: []byte("offline"), QoS: 1, Retain: true}
+	for i := range 20 {
+		b.SetTable(full)
+		c := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret,
+			brokertest.ConnectOptions{ClientID: fmt.Sprintf("pi-1/r%d", i), Will: will})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b.SetTable(empty)
+		}()
+		c.Close()
+		<-done
 	}
 }
 

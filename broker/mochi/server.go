@@ -552,7 +552,10 @@ func (s *Server) detachClient(cl *Client, listener string, err error) {
 		s.sendLWT(cl)
 		cl.Stop(err)
 	} else {
-		cl.Properties.Will = Will{} // [MQTT-3.14.4-3] [MQTT-3.1.2-10]
+		// Cleared through its flag, which every reader loads atomically
+		// (sendLWT, and an embedder's hook withdrawing a Will from another
+		// goroutine): assigning the whole struct raced with them.
+		atomic.StoreUint32(&cl.Properties.Will.Flag, 0) // [MQTT-3.14.4-3] [MQTT-3.1.2-10]
 	}
 	s.Log.Debug("client disconnected", "error", err, "client", cl.ID, "remote", cl.Net.Remote, "listener", listener)
 
