@@ -44,7 +44,7 @@ func putAssignmentIn(ctx context.Context, tx *tx, a *fleet.Assignment, settings 
 			return err
 		}
 	}
-	seq, err := nextCounter(ctx, tx, "assignment_seq")
+	seq, err := b.nextCounter(ctx, tx, "assignment_seq")
 	if err != nil {
 		return err
 	}

@@ -179,6 +179,9 @@ func (db *DB) StartExecutions(ctx context.Context, starts []fleet.ExecStart) ([]
 			}
 			out[i] = r
 		}
+		if err := b.storeCounters(ctx, tx); err != nil {
+			return fmt.Errorf("start executions: %w", err)
+		}
 		seq = db.desired.sequence()
 		return nil
 	})
@@ -212,7 +215,7 @@ func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings jso
 		return fleet.ExecStarted{}, err
 	}
 	if !c.unchanged() {
-		if err := storeDesired(ctx, tx, a.Target.Value, &c); err != nil {
+		if err := storeDesiredIn(ctx, tx, a.Target.Value, &c, b); err != nil {
 			return fleet.ExecStarted{}, err
 		}
 	}
@@ -232,6 +235,52 @@ func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings jso
 type startBatch struct {
 	versions []skillVersionKey            // versions resolveVersion found
 	rollouts map[int64]fleet.RolloutState // rollouts' states
+	counters []batchCounter               // counters taken from; written back by storeCounters
+}
+
+// batchCounter is a counter a batch numbers from: its first number is
+// taken with nextCounter (which writes it), the next ones are counted here
+// and the last is written by storeCounters before the transaction commits,
+// so the counters table ends as if every number had been taken there.
+type batchCounter struct {
+	name      string
+	last      int64
+	unwritten bool
+}
+
+// nextCounter is nextCounter for a batch: one statement per counter and
+// batch instead of one per number (a nil batch takes each in the table).
+func (b *startBatch) nextCounter(ctx context.Context, tx *tx, name string) (int64, error) {
+	if b == nil {
+		return nextCounter(ctx, tx, name)
+	}
+	for i := range b.counters {
+		if c := &b.counters[i]; c.name == name {
+			c.last++
+			c.unwritten = true
+			return c.last, nil
+		}
+	}
+	v, err := nextCounter(ctx, tx, name)
+	if err != nil {
+		return 0, err
+	}
+	b.counters = append(b.counters, batchCounter{name: name, last: v})
+	return v, nil
+}
+
+// storeCounters writes the batch's last numbers back to the counters
+// table; StartExecutions calls it before the transaction commits.
+func (b *startBatch) storeCounters(ctx context.Context, tx *tx) error {
+	for _, c := range b.counters {
+		if !c.unwritten {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = ? WHERE name = ?`, c.last, c.name); err != nil {
+			return fmt.Errorf("counter %s: %w", c.name, err)
+		}
+	}
+	return nil
 }
 
 type skillVersionKey struct{ skill, version string }
