@@ -26,6 +26,7 @@ type benchFleetFlags struct {
 	jsonOut, inProc bool
 	cpuProfile      string
 	memoryLimit     string
+	devCPUProfile   string
 }
 
 func (a *app) newBenchFleetCmd() *cobra.Command {
@@ -52,17 +53,14 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), f.deadline)
 			defer cancel()
-			if f.cpuProfile != "" {
-				pf, err := os.Create(f.cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			if f.devCPUProfile != "" && (f.inProc || f.cfg.Server != "") {
+				return errors.New("--devices-cpuprofile needs the simulated devices in their own process (no --in-process-devices)")
 			}
+			stop, err := startCPUProfile(f.cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			rep, err := fleetbench.Run(ctx, a.benchFleetConfig(f))
 			if rep != nil {
 				if perr := a.printFleet(rep, f.jsonOut); perr != nil {
@@ -84,6 +82,7 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as JSON")
 	fl.BoolVar(&f.inProc, "in-process-devices", false, "run the simulated devices in this process (default: a child `chorus bench fleet-devices`, so the gateway's CPU and RSS are its own)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the gateway process (go tool pprof)")
+	fl.StringVar(&f.devCPUProfile, "devices-cpuprofile", "", "write a CPU profile of the simulated devices' child process (go tool pprof)")
 	fl.StringVar(&f.cfg.HeapProfile, "heapprofile", "", "write heap profiles of the gateway process to PREFIX.<phase>.pb.gz at every phase boundary (go tool pprof)")
 	fl.StringVar(&f.cfg.Server, "server", "", "target a running gateway's HTTP URL instead of starting one (needs --token and --mqtt-url)")
 	fl.StringVar(&f.cfg.Token, "token", "", "operator token of --server")
@@ -106,6 +105,9 @@ func (a *app) benchFleetConfig(f benchFleetFlags) fleetbench.Config {
 				exe = os.Args[0]
 			}
 			child := exec.Command(exe, "bench", "fleet-devices")
+			if f.devCPUProfile != "" {
+				child.Args = append(child.Args, "--cpuprofile", f.devCPUProfile)
+			}
 			child.Stderr = a.stderr
 			return child
 		}
@@ -153,11 +155,36 @@ func (a *app) printFleet(rep *fleetbench.Report, jsonOut bool) error {
 
 // newBenchDevicesCmd is the child side of `bench fleet` (hidden).
 func (a *app) newBenchDevicesCmd() *cobra.Command {
-	return &cobra.Command{
+	var cpuProfile string
+	cmd := &cobra.Command{
 		Use: "fleet-devices", Hidden: true, Args: cobra.NoArgs,
 		Short: "Run simulated devices for `chorus bench fleet` (JSON lines on stdin/stdout)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return fleetbench.Serve(cmd.Context(), os.Stdin, a.stdout)
 		},
 	}
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (go tool pprof)")
+	return cmd
+}
+
+// startCPUProfile starts a CPU profile of this process to path (nothing
+// when path is empty); stop ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		_ = pf.Close()
+		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = pf.Close() }, nil
 }

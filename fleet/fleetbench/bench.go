@@ -289,7 +289,13 @@ func (b *bench) scenario(ctx context.Context, client *fleetclient.Client, mqttAd
 		return fmt.Errorf("publish the bench skill: %w", err)
 	}
 	for _, action := range []fleet.RolloutAction{fleet.RolloutInstall, fleet.RolloutUninstall} {
+		cpu0, cpuErr := b.childCPU(child)
 		r := sc.Rollout(ctx, action)
+		if cpu1, err := b.childCPU(child); err == nil && cpuErr == nil {
+			// The simulated devices' CPU during this rollout: it shares
+			// the machine with the gateway, so it delays the convergence.
+			rep.DeviceSide["cpu_s_"+string(action)] = (cpu1 - cpu0).Seconds()
+		}
 		if action == fleet.RolloutInstall {
 			r.ArtifactSize = sv.Size
 		}
@@ -301,6 +307,15 @@ func (b *bench) scenario(ctx context.Context, client *fleetclient.Client, mqttAd
 		}
 	}
 	return nil
+}
+
+// childCPU reads the simulated devices' child's CPU time (user +
+// system) so far; an error when there is no child or no reader.
+func (b *bench) childCPU(child *exec.Cmd) (time.Duration, error) {
+	if child == nil || b.cfg.Process.CPU == nil {
+		return 0, errors.New("no simulated-devices child process to measure")
+	}
+	return b.cfg.Process.CPU(child.Process.Pid)
 }
 
 // closeSim stops the simulated devices and records their side's figures.

@@ -30,7 +30,13 @@ func (db *DB) PutAssignment(ctx context.Context, a *fleet.Assignment) error {
 
 // putAssignment is PutAssignment in tx, with a's settings compacted.
 func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage) error {
-	if _, err := resolveVersion(ctx, tx, a.SkillID, a.Version); err != nil {
+	return putAssignmentIn(ctx, tx, a, settings, nil)
+}
+
+// putAssignmentIn is putAssignment; a batch b (StartExecutions) looks each
+// skill version up once for all its starts.
+func putAssignmentIn(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage, b *startBatch) error {
+	if err := b.versionExists(ctx, tx, a.SkillID, a.Version); err != nil {
 		return err
 	}
 	if a.Target.Kind == fleet.TargetDevice {
@@ -38,7 +44,7 @@ func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings js
 			return err
 		}
 	}
-	seq, err := nextCounter(ctx, tx, "assignment_seq")
+	seq, err := b.nextCounter(ctx, tx, "assignment_seq")
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,13 @@ func computeDesired(ctx context.Context, tx *tx, deviceID string) (computed, err
 }
 
 func storeDesired(ctx context.Context, tx *tx, deviceID string, c *computed) (err error) {
-	if c.doc.Version, err = nextCounter(ctx, tx, "desired_version"); err != nil {
+	return storeDesiredIn(ctx, tx, deviceID, c, nil)
+}
+
+// storeDesiredIn is storeDesired; a batch b (StartExecutions) numbers the
+// documents from its own counter (startBatch.nextCounter).
+func storeDesiredIn(ctx context.Context, tx *tx, deviceID string, c *computed, b *startBatch) (err error) {
+	if c.doc.Version, err = b.nextCounter(ctx, tx, "desired_version"); err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO device_desired (device_id, version, skills, computed_at) VALUES (?, ?, ?, ?)

@@ -124,13 +124,19 @@ func (db *DB) TransitionExecutions(ctx context.Context, moves []fleet.ExecMove) 
 
 // transitionExecution is TransitionExecution in tx.
 func transitionExecution(ctx context.Context, tx *tx, rolloutID int64, deviceID string, to fleet.ExecState, reason string) (*fleet.Execution, error) {
+	return transitionExecutionIn(ctx, tx, rolloutID, deviceID, to, reason, nil)
+}
+
+// transitionExecutionIn is transitionExecution; a batch b
+// (StartExecutions) reads each rollout's state once for all its starts.
+func transitionExecutionIn(ctx context.Context, tx *tx, rolloutID int64, deviceID string, to fleet.ExecState, reason string, b *startBatch) (*fleet.Execution, error) {
 	e, err := getExecution(ctx, tx, rolloutID, deviceID)
 	if err != nil {
 		return nil, err
 	}
 	if to == fleet.ExecInProgress {
-		var state fleet.RolloutState
-		if err := tx.QueryRowContext(ctx, `SELECT state FROM rollouts WHERE id = ?`, rolloutID).Scan(&state); err != nil {
+		state, err := b.rolloutState(ctx, tx, rolloutID)
+		if err != nil {
 			return nil, err
 		}
 		if state != fleet.RolloutInProgress {
@@ -165,12 +171,16 @@ func (db *DB) StartExecutions(ctx context.Context, starts []fleet.ExecStart) ([]
 	)
 	err := db.write(ctx, func(tx *tx) error {
 		out = make([]fleet.ExecStarted, len(starts))
+		b := &startBatch{}
 		for i, s := range starts {
-			r, err := startExecution(ctx, tx, s, settings[i])
+			r, err := startExecution(ctx, tx, s, settings[i], b)
 			if err != nil {
 				return fmt.Errorf("start rollout %d on %s: %w", s.RolloutID, s.Assignment.Target.Value, err)
 			}
 			out[i] = r
+		}
+		if err := b.storeCounters(ctx, tx); err != nil {
+			return fmt.Errorf("start executions: %w", err)
 		}
 		seq = db.desired.sequence()
 		return nil
@@ -191,9 +201,9 @@ func (db *DB) StartExecutions(ctx context.Context, starts []fleet.ExecStart) ([]
 
 // startExecution is one start of StartExecutions in tx. A device, skill or
 // version that is gone is the start's Err, found before anything is written.
-func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings json.RawMessage) (fleet.ExecStarted, error) {
+func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings json.RawMessage, b *startBatch) (fleet.ExecStarted, error) {
 	a := s.Assignment
-	err := putAssignment(ctx, tx, a, settings)
+	err := putAssignmentIn(ctx, tx, a, settings, b)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		return fleet.ExecStarted{Err: err}, nil
 	}
@@ -205,15 +215,110 @@ func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings jso
 		return fleet.ExecStarted{}, err
 	}
 	if !c.unchanged() {
-		if err := storeDesired(ctx, tx, a.Target.Value, &c); err != nil {
+		if err := storeDesiredIn(ctx, tx, a.Target.Value, &c, b); err != nil {
 			return fleet.ExecStarted{}, err
 		}
 	}
-	e, err := transitionExecution(ctx, tx, s.RolloutID, a.Target.Value, fleet.ExecInProgress, "")
+	e, err := transitionExecutionIn(ctx, tx, s.RolloutID, a.Target.Value, fleet.ExecInProgress, "", b)
 	if err != nil {
 		return fleet.ExecStarted{}, err
 	}
 	return fleet.ExecStarted{Execution: e, Desired: c.doc}, nil
+}
+
+// startBatch is what one StartExecutions transaction has read once for
+// all its starts: the skill versions found and the rollouts' states. The
+// batch's statements neither delete a version nor change a rollout's
+// state (they write assignments, desired documents and executions), so
+// an answer stays true until the transaction ends; a nil batch reads
+// every time. It holds a few entries per batch, never one per device.
+type startBatch struct {
+	versions []skillVersionKey            // versions resolveVersion found
+	rollouts map[int64]fleet.RolloutState // rollouts' states
+	counters []batchCounter               // counters taken from; written back by storeCounters
+}
+
+// batchCounter is a counter a batch numbers from: its first number is
+// taken with nextCounter (which writes it), the next ones are counted here
+// and the last is written by storeCounters before the transaction commits,
+// so the counters table ends as if every number had been taken there.
+type batchCounter struct {
+	name      string
+	last      int64
+	unwritten bool
+}
+
+// nextCounter is nextCounter for a batch: one statement per counter and
+// batch instead of one per number (a nil batch takes each in the table).
+func (b *startBatch) nextCounter(ctx context.Context, tx *tx, name string) (int64, error) {
+	if b == nil {
+		return nextCounter(ctx, tx, name)
+	}
+	for i := range b.counters {
+		if c := &b.counters[i]; c.name == name {
+			c.last++
+			c.unwritten = true
+			return c.last, nil
+		}
+	}
+	v, err := nextCounter(ctx, tx, name)
+	if err != nil {
+		return 0, err
+	}
+	b.counters = append(b.counters, batchCounter{name: name, last: v})
+	return v, nil
+}
+
+// storeCounters writes the batch's last numbers back to the counters
+// table; StartExecutions calls it before the transaction commits.
+func (b *startBatch) storeCounters(ctx context.Context, tx *tx) error {
+	for _, c := range b.counters {
+		if !c.unwritten {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = ? WHERE name = ?`, c.last, c.name); err != nil {
+			return fmt.Errorf("counter %s: %w", c.name, err)
+		}
+	}
+	return nil
+}
+
+type skillVersionKey struct{ skill, version string }
+
+// versionExists is resolveVersion's check that the version (or, for "",
+// some version) of skill exists, asked once per batch.
+func (b *startBatch) versionExists(ctx context.Context, tx *tx, skill, version string) error {
+	k := skillVersionKey{skill, version}
+	if b != nil && slices.Contains(b.versions, k) {
+		return nil
+	}
+	if _, err := resolveVersion(ctx, tx, skill, version); err != nil {
+		return err // not found is not remembered: the start's own Err
+	}
+	if b != nil {
+		b.versions = append(b.versions, k)
+	}
+	return nil
+}
+
+// rolloutState reads rollout id's state, once per batch.
+func (b *startBatch) rolloutState(ctx context.Context, tx *tx, id int64) (fleet.RolloutState, error) {
+	if b != nil {
+		if st, ok := b.rollouts[id]; ok {
+			return st, nil
+		}
+	}
+	var state fleet.RolloutState
+	if err := tx.QueryRowContext(ctx, `SELECT state FROM rollouts WHERE id = ?`, id).Scan(&state); err != nil {
+		return "", err
+	}
+	if b != nil {
+		if b.rollouts == nil {
+			b.rollouts = map[int64]fleet.RolloutState{}
+		}
+		b.rollouts[id] = state
+	}
+	return state, nil
 }
 
 // transition applies one guarded execution state change and records it in

@@ -73,3 +73,51 @@ func TestStartExecutions(t *testing.T) {
 		t.Fatalf("a tag assignment: %v, want invalid", err)
 	}
 }
+
+// TestStartExecutionsNumbers: a batch numbers its assignments and desired
+// documents from counters it writes back once (startBatch.nextCounter), so
+// the numbers are distinct and increasing within a batch, and what is
+// written after the batch numbers past every one of them.
+func TestStartExecutionsNumbers(t *testing.T) {
+	db, _ := mustOpen(t)
+	mustPublish(t, db, "weather", "1.0.0")
+	devs := []string{"pi-a", "pi-b", "pi-c", "pi-d"}
+	for _, id := range devs {
+		mustDevice(t, db, id)
+	}
+	r := &fleet.Rollout{SkillID: "weather", Action: fleet.RolloutInstall, Targets: []fleet.Target{fleet.AllTarget()}}
+	mustRollout(t, db, r)
+	mustRolloutState(t, db, r.ID, fleet.RolloutInProgress)
+	var starts []fleet.ExecStart
+	for _, id := range devs[:3] {
+		starts = append(starts, fleet.ExecStart{RolloutID: r.ID, Assignment: install("weather", fleet.DeviceTarget(id), "1.0.0", "")})
+	}
+	res, err := db.StartExecutions(ctx, starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastDoc, lastSeq int64
+	for i, s := range res {
+		if s.Err != nil {
+			t.Fatalf("start %d: %v", i, s.Err)
+		}
+		if s.Desired.Version <= lastDoc || starts[i].Assignment.Seq <= lastSeq {
+			t.Fatalf("start %d: document %d, assignment seq %d; the one before %d, %d", i, s.Desired.Version, starts[i].Assignment.Seq, lastDoc, lastSeq)
+		}
+		lastDoc, lastSeq = s.Desired.Version, starts[i].Assignment.Seq
+	}
+	a := install("weather", fleet.DeviceTarget("pi-d"), "1.0.0", "")
+	if err := db.PutAssignment(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Seq <= lastSeq {
+		t.Fatalf("assignment after the batch has seq %d, the batch's last %d", a.Seq, lastSeq)
+	}
+	d, err := db.DesiredFor(ctx, "pi-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Version <= lastDoc {
+		t.Fatalf("document after the batch has version %d, the batch's last %d", d.Version, lastDoc)
+	}
+}
