@@ -108,16 +108,19 @@ background_checks() {
   if "$tmp/chorus-agent" gateway >/dev/null 2>&1; then echo "the agent-only build has a gateway command"; exit 1; fi
 
   phase "short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
-  # Two targets at a time (FUZZ_JOBS): most of a target's time is compiling its
-  # package with coverage instrumentation, which overlaps well with another
-  # target's fuzzing; each target still fuzzes for the whole FUZZTIME, with
-  # one worker (-parallel 1; go test's default is one per CPU). Two workers
-  # took 7.2 CPU-seconds a target, one takes 4.2: 45 of the run's ~275
-  # CPU-seconds, on a machine the suite beside it keeps busy.
+  # FUZZTIME (2 s) a target, one fuzz worker each (-parallel 1; go test's
+  # default is one per CPU), three targets at a time (FUZZ_JOBS): a target's
+  # go test also loads, links its coverage-instrumented binary and replays
+  # its corpus, one core's work, which a third target's fuzzing overlaps.
+  # The fuzz run is the end of the command: the race suite keeps both CPUs
+  # busy, so these checks at nice 19 mostly run after it, and every
+  # CPU-second here is a second of the command's time. Two workers took 7.2
+  # CPU-seconds a 4 s target, one 4.2; at 2 s, one worker fuzzes about 2.
+  # Longer runs: FUZZTIME=1m scripts/test.sh, or go test -fuzz by hand.
   fuzzfail="$tmp/fuzz-failed"; mkdir -p "$fuzzfail"
   fuzz() {
     local out
-    out=$(go test -trimpath -run '^$' -parallel 1 -fuzz "^$2\$" -fuzztime "${FUZZTIME:-4s}" "$1" 2>&1) && return 0
+    out=$(go test -trimpath -run '^$' -parallel 1 -fuzz "^$2\$" -fuzztime "${FUZZTIME:-2s}" "$1" 2>&1) && return 0
     # A real finding is written to testdata/fuzz. Go's fuzzer can also end a
     # short run with "context deadline exceeded" while it is still minimizing
     # a new (passing) input; that is not a finding.
@@ -131,7 +134,7 @@ background_checks() {
     return 1
   }
   export -f fuzz; export fuzzfail
-  if ! xargs -P "${FUZZ_JOBS:-2}" -L 1 bash -c 'fuzz "$@"' fuzz <<'TARGETS'
+  if ! xargs -P "${FUZZ_JOBS:-3}" -L 1 bash -c 'fuzz "$@"' fuzz <<'TARGETS'
 ./gateway/envelope FuzzDecode
 ./gateway/envelope FuzzReadHeader
 ./gateway/topic FuzzParse
