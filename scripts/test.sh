@@ -108,19 +108,20 @@ background_checks() {
   if "$tmp/chorus-agent" gateway >/dev/null 2>&1; then echo "the agent-only build has a gateway command"; exit 1; fi
 
   phase "short fuzz run (every parser of network or file input; the corpora in testdata/fuzz are replayed by go test too)"
-  # FUZZTIME (2 s) a target, one fuzz worker each (-parallel 1; go test's
-  # default is one per CPU), three targets at a time (FUZZ_JOBS): a target's
-  # go test also loads, links its coverage-instrumented binary and replays
-  # its corpus, one core's work, which a third target's fuzzing overlaps.
-  # The fuzz run is the end of the command: the race suite keeps both CPUs
-  # busy, so these checks at nice 19 mostly run after it, and every
-  # CPU-second here is a second of the command's time. Two workers took 7.2
-  # CPU-seconds a 4 s target, one 4.2; at 2 s, one worker fuzzes about 2.
-  # Longer runs: FUZZTIME=1m scripts/test.sh, or go test -fuzz by hand.
+  # A smoke run: FUZZTIME (1 s) a target, one fuzz worker each (-parallel 1;
+  # go test's default is one per CPU), three targets at a time (FUZZ_JOBS):
+  # a target's go test also loads, links its coverage-instrumented binary
+  # and replays its corpus, one core's work, which a third target's fuzzing
+  # overlaps. The fuzz run is the end of the command: the race suite keeps
+  # both CPUs busy, so these checks at nice 19 mostly run after it, and each
+  # CPU-second here is half a second of the command's time. Alone, the 15
+  # targets took 19 CPU-s with no fuzzing at all (FUZZTIME=1ms) and 44 at
+  # 2 s. Real fuzzing is longer: FUZZTIME=1m scripts/test.sh, or go test
+  # -fuzz by hand (docs/testing.md).
   fuzzfail="$tmp/fuzz-failed"; mkdir -p "$fuzzfail"
   fuzz() {
     local out
-    out=$(go test -trimpath -run '^$' -parallel 1 -fuzz "^$2\$" -fuzztime "${FUZZTIME:-2s}" "$1" 2>&1) && return 0
+    out=$(go test -trimpath -run '^$' -parallel 1 -fuzz "^$2\$" -fuzztime "${FUZZTIME:-1s}" "$1" 2>&1) && return 0
     # A real finding is written to testdata/fuzz. Go's fuzzer can also end a
     # short run with "context deadline exceeded" while it is still minimizing
     # a new (passing) input; that is not a finding.
