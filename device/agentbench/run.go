@@ -126,7 +126,31 @@ func runAgent(ctx context.Context, dir string, cfg Config, rep *Report) error {
 	if err := idle(ctx, cfg.Idle); err != nil { // let start-up garbage go before the idle reading
 		return err
 	}
+	waitChildren(ctx, r.child.Process.Pid, cfg.Skills, childrenBound)
 	return readAgentMemory(r.child.Process.Pid, rep)
+}
+
+// childrenBound bounds waitChildren: a skill process that is not back by
+// then is missing from the reading, and the report's skill_processes says so.
+const childrenBound = 5 * time.Second
+
+// waitChildren polls, at most bound, until the agent at pid has want child
+// processes. A skill whose manifest says ready: on-start is reported loaded
+// as its process starts, so with no idle time (--idle 0s) the reading could
+// otherwise catch one still being started or restarted and count it out
+// (TestBenchAgentSmoke counted one of two, twice in a day, on a loaded
+// machine).
+func waitChildren(ctx context.Context, pid, want int, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(Children(pid)) < want && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // readAgentMemory fills the agent's and its skill processes' memory.
