@@ -25,17 +25,13 @@ func (db *DB) PutAssignment(ctx context.Context, a *fleet.Assignment) error {
 		return err
 	}
 	defer db.desired.dropTarget(a.Target) // once committed (desiredcache.go)
-	return db.write(ctx, func(tx *tx) error { return putAssignment(ctx, tx, a, settings) })
+	return db.write(ctx, func(tx *tx) error { return putAssignment(ctx, tx, a, settings, nil) })
 }
 
-// putAssignment is PutAssignment in tx, with a's settings compacted.
-func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage) error {
-	return putAssignmentIn(ctx, tx, a, settings, nil)
-}
-
-// putAssignmentIn is putAssignment; a batch b (StartExecutions) looks each
-// skill version up once for all its starts.
-func putAssignmentIn(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage, b *startBatch) error {
+// putAssignment is PutAssignment in tx, with a's settings compacted; a
+// batch b (StartExecutions; nil otherwise) looks each skill version up once
+// for all its starts.
+func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage, b *startBatch) error {
 	if err := b.versionExists(ctx, tx, a.SkillID, a.Version); err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func (db *DB) DesiredFor(ctx context.Context, deviceID string) (fleet.Desired, e
 			if c, err = computeDesired(ctx, tx, deviceID); err != nil || c.unchanged() {
 				return err
 			}
-			return storeDesired(ctx, tx, deviceID, &c)
+			return storeDesired(ctx, tx, deviceID, &c, nil)
 		})
 		if err != nil {
 			return c.doc, err
@@ -84,13 +84,10 @@ func computeDesired(ctx context.Context, tx *tx, deviceID string) (computed, err
 	return c, nil
 }
 
-func storeDesired(ctx context.Context, tx *tx, deviceID string, c *computed) (err error) {
-	return storeDesiredIn(ctx, tx, deviceID, c, nil)
-}
-
-// storeDesiredIn is storeDesired; a batch b (StartExecutions) numbers the
-// documents from its own counter (startBatch.nextCounter).
-func storeDesiredIn(ctx context.Context, tx *tx, deviceID string, c *computed, b *startBatch) (err error) {
+// storeDesired stores c's document under the next desired version; a
+// batch b (StartExecutions; nil otherwise) numbers the documents from its
+// own counter (startBatch.nextCounter).
+func storeDesired(ctx context.Context, tx *tx, deviceID string, c *computed, b *startBatch) (err error) {
 	if c.doc.Version, err = b.nextCounter(ctx, tx, "desired_version"); err != nil {
 		return err
 	}

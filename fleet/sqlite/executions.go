@@ -83,7 +83,7 @@ func (db *DB) TransitionExecution(ctx context.Context, rolloutID int64, deviceID
 	}
 	var e *fleet.Execution
 	err := db.write(ctx, func(tx *tx) (err error) {
-		e, err = transitionExecution(ctx, tx, rolloutID, deviceID, to, reason)
+		e, err = transitionExecution(ctx, tx, rolloutID, deviceID, to, reason, nil)
 		return err
 	})
 	return e, err
@@ -105,7 +105,7 @@ func (db *DB) TransitionExecutions(ctx context.Context, moves []fleet.ExecMove) 
 	err := db.write(ctx, func(tx *tx) error {
 		out = make([]error, len(moves))
 		for i, m := range moves {
-			_, err := transitionExecution(ctx, tx, m.RolloutID, m.DeviceID, m.To, m.Reason)
+			_, err := transitionExecution(ctx, tx, m.RolloutID, m.DeviceID, m.To, m.Reason, nil)
 			switch fleet.ErrorCode(err) {
 			case "":
 			case fleet.EINVALID, fleet.ENOTFOUND:
@@ -122,14 +122,10 @@ func (db *DB) TransitionExecutions(ctx context.Context, moves []fleet.ExecMove) 
 	return out, nil
 }
 
-// transitionExecution is TransitionExecution in tx.
-func transitionExecution(ctx context.Context, tx *tx, rolloutID int64, deviceID string, to fleet.ExecState, reason string) (*fleet.Execution, error) {
-	return transitionExecutionIn(ctx, tx, rolloutID, deviceID, to, reason, nil)
-}
-
-// transitionExecutionIn is transitionExecution; a batch b
-// (StartExecutions) reads each rollout's state once for all its starts.
-func transitionExecutionIn(ctx context.Context, tx *tx, rolloutID int64, deviceID string, to fleet.ExecState, reason string, b *startBatch) (*fleet.Execution, error) {
+// transitionExecution is TransitionExecution in tx; a batch b
+// (StartExecutions; nil otherwise) reads each rollout's state once for all
+// its starts.
+func transitionExecution(ctx context.Context, tx *tx, rolloutID int64, deviceID string, to fleet.ExecState, reason string, b *startBatch) (*fleet.Execution, error) {
 	e, err := getExecution(ctx, tx, rolloutID, deviceID)
 	if err != nil {
 		return nil, err
@@ -203,7 +199,7 @@ func (db *DB) StartExecutions(ctx context.Context, starts []fleet.ExecStart) ([]
 // version that is gone is the start's Err, found before anything is written.
 func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings json.RawMessage, b *startBatch) (fleet.ExecStarted, error) {
 	a := s.Assignment
-	err := putAssignmentIn(ctx, tx, a, settings, b)
+	err := putAssignment(ctx, tx, a, settings, b)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		return fleet.ExecStarted{Err: err}, nil
 	}
@@ -215,11 +211,11 @@ func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings jso
 		return fleet.ExecStarted{}, err
 	}
 	if !c.unchanged() {
-		if err := storeDesiredIn(ctx, tx, a.Target.Value, &c, b); err != nil {
+		if err := storeDesired(ctx, tx, a.Target.Value, &c, b); err != nil {
 			return fleet.ExecStarted{}, err
 		}
 	}
-	e, err := transitionExecutionIn(ctx, tx, s.RolloutID, a.Target.Value, fleet.ExecInProgress, "", b)
+	e, err := transitionExecution(ctx, tx, s.RolloutID, a.Target.Value, fleet.ExecInProgress, "", b)
 	if err != nil {
 		return fleet.ExecStarted{}, err
 	}
