@@ -23,13 +23,27 @@ import (
 // A reader notes the cache's sequence before it opens its transaction and
 // keeps its result only if nothing it depends on was dropped since: a write
 // that commits while it reads cannot leave a stale document behind.
+//
+// Cached documents share their skills: a rollout gives thousands of devices
+// the same skills (only the document versions differ), and a copy per
+// device was 10.5 MB of a 10,000-device install's live heap
+// (docs/benchmarks.md, issue 19, round five). A kept document takes the
+// skills map of a recently kept one with the same content (sameSkills:
+// every field and settings byte equal), else a copy of its own. Cached
+// maps are never changed: get hands out copies, and a new document
+// replaces a device's entry rather than editing it.
 type desiredCache struct {
 	mu      sync.Mutex // guards the fields below
 	seq     uint64     // counts drops
 	all     uint64     // seq of the last drop of every device
 	dropped map[string]uint64
 	docs    map[string]fleet.Desired
+	recent  [sharedSkillSets]map[string]fleet.DesiredSkill // skill sets kept last, most recent first
 }
+
+// sharedSkillSets is how many recently kept skill sets a document is
+// compared with before it gets a copy of its own (a few rollouts at once).
+const sharedSkillSets = 4
 
 func newDesiredCache() *desiredCache {
 	return &desiredCache{dropped: map[string]uint64{}, docs: map[string]fleet.Desired{}}
@@ -51,7 +65,7 @@ func (c *desiredCache) put(id string, doc fleet.Desired, seq uint64) {
 	if c.all > seq || c.dropped[id] > seq {
 		return
 	}
-	c.docs[id] = copyDesired(doc)
+	c.docs[id] = c.keep(doc)
 }
 
 // drop forgets id's document. Its mark stays after the device is removed:
@@ -79,7 +93,44 @@ func (c *desiredCache) replace(id string, doc fleet.Desired, seq uint64) {
 		delete(c.docs, id)
 		return
 	}
-	c.docs[id] = copyDesired(doc)
+	c.docs[id] = c.keep(doc)
+}
+
+// keep returns doc as the cache holds it: with the skills map of a recently
+// kept document that has the same content, or else a copy that becomes
+// the most recent. Called with mu held.
+func (c *desiredCache) keep(doc fleet.Desired) fleet.Desired {
+	if doc.Skills == nil {
+		return doc
+	}
+	for i, m := range c.recent {
+		if m != nil && sameSkills(m, doc.Skills) {
+			copy(c.recent[1:i+1], c.recent[:i])
+			c.recent[0] = m
+			return fleet.Desired{Version: doc.Version, Skills: m}
+		}
+	}
+	out := copyDesired(doc)
+	copy(c.recent[1:], c.recent[:len(c.recent)-1])
+	c.recent[0] = out.Skills
+	return out
+}
+
+// sameSkills reports whether a and b hold the same skills with equal
+// fields and byte-equal settings (stricter than fleet.SameSkills, which
+// compares canonical JSON and costs an encoding of each).
+func sameSkills(a, b map[string]fleet.DesiredSkill) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for id, x := range a {
+		y, ok := b[id]
+		if !ok || x.Version != y.Version || x.SHA256 != y.SHA256 || x.Size != y.Size || x.URL != y.URL ||
+			!bytes.Equal(x.Settings, y.Settings) || (x.Settings == nil) != (y.Settings == nil) {
+			return false
+		}
+	}
+	return true
 }
 
 // sequence is the current sequence.

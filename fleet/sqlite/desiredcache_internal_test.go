@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/chorus-edge/chorus/fleet"
@@ -97,5 +98,50 @@ func TestDesiredCacheReplace(t *testing.T) {
 	c.replace("pi1", fleet.Desired{Version: 8}, seq)
 	if _, _, ok := c.get("pi1"); ok {
 		t.Fatal("replace kept a document a later write dropped")
+	}
+}
+
+// TestDesiredCacheSharesOnlyEqualSkills: documents with the same skills
+// share one cached map, yet each device gets its own version, a copy it
+// may change without touching the cache, and a document that differs in
+// any field or settings byte is kept as it is.
+func TestDesiredCacheSharesOnlyEqualSkills(t *testing.T) {
+	skill := fleet.DesiredSkill{Version: "1.0.0", SHA256: "ab", Size: 10, URL: "http://x/a", Settings: []byte(`{"a":1}`)}
+	doc := func(v int64, s fleet.DesiredSkill) fleet.Desired {
+		return fleet.Desired{Version: v, Skills: map[string]fleet.DesiredSkill{"weather": s}}
+	}
+	c := newDesiredCache()
+	seq := c.sequence()
+	c.put("pi1", doc(1, skill), seq)
+	c.put("pi2", doc(2, skill), seq)
+	if got, _, _ := c.get("pi2"); got.Version != 2 || !sameSkills(got.Skills, doc(2, skill).Skills) {
+		t.Fatalf("pi2 = %+v", got)
+	}
+	got, _, _ := c.get("pi1")
+	got.Skills["weather"].Settings[1] = 'X'
+	got.Skills["news"] = skill
+	if again, _, _ := c.get("pi2"); again.Version != 2 || len(again.Skills) != 1 || string(again.Skills["weather"].Settings) != `{"a":1}` {
+		t.Fatalf("a caller's change of pi1's copy reached pi2's cached document: %+v", again)
+	}
+
+	for name, change := range map[string]func(*fleet.DesiredSkill){
+		"version":  func(s *fleet.DesiredSkill) { s.Version = "1.0.1" },
+		"sha256":   func(s *fleet.DesiredSkill) { s.SHA256 = "cd" },
+		"size":     func(s *fleet.DesiredSkill) { s.Size = 11 },
+		"url":      func(s *fleet.DesiredSkill) { s.URL = "http://x/b" },
+		"settings": func(s *fleet.DesiredSkill) { s.Settings = []byte(`{"a":2}`) },
+		"none":     func(s *fleet.DesiredSkill) { s.Settings = nil },
+	} {
+		s := skill
+		change(&s)
+		c.replace("pi3", doc(3, s), c.sequence())
+		got, _, ok := c.get("pi3")
+		if !ok || got.Version != 3 || !reflect.DeepEqual(got.Skills, doc(3, s).Skills) {
+			t.Errorf("%s changed: cached %+v, want %+v", name, got, doc(3, s))
+		}
+	}
+	c.replace("pi4", fleet.Desired{Version: 4, Skills: map[string]fleet.DesiredSkill{"weather": skill, "news": skill}}, c.sequence())
+	if got, _, _ := c.get("pi4"); len(got.Skills) != 2 {
+		t.Errorf("a second skill was lost: %+v", got)
 	}
 }
