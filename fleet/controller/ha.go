@@ -60,8 +60,8 @@ type haPublisher struct {
 type haDevice struct {
 	config  [sha256.Size]byte // haInputKey of the input the config was built from (30 MB less than the configs at 10k devices)
 	sent    bool              // a config was published
-	comps   map[string]string // its live components (hadiscovery.Components)
-	updates map[string][]byte // skill -> update state payload
+	comps   packedMap         // its live components (hadiscovery.Components), key -> platform
+	updates packedMap         // skill -> update state payload
 	gen     uint64            // the birth generation it was published for
 }
 

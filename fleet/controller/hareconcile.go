@@ -49,18 +49,23 @@ func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device, rep state
 	// of the gateway's CPU in a 1,000-device install, docs/benchmarks.md).
 	sum, comps := haInputKey(in), last.comps
 	if again || sum != last.config {
-		var err error
-		if comps, err = hadiscovery.Components(in); err != nil {
+		cur, err := hadiscovery.Components(in)
+		if err != nil {
 			return fmt.Errorf("home assistant: %w", err)
 		}
-		if err := c.publishHAConfig(in, last.comps, comps); err != nil {
+		if err := c.publishHAConfig(in, last.comps.strings(), cur); err != nil {
+			return err
+		}
+		comps = packMap(cur)
+	}
+	// Equal packed values are equal maps, which publish nothing unless again.
+	packed := packMap(updates)
+	if again || packed != last.updates {
+		if err := c.publishHAUpdates(d.ID, last.updates.bytes(), updates, again); err != nil {
 			return err
 		}
 	}
-	if err := c.publishHAUpdates(d.ID, last.updates, updates, again); err != nil {
-		return err
-	}
-	c.ha.store(d.ID, haDevice{config: sum, sent: true, comps: comps, updates: updates, gen: gen})
+	c.ha.store(d.ID, haDevice{config: sum, sent: true, comps: comps, updates: packed, gen: gen})
 	// A removal between our GetDevice and now cleared the topics before we
 	// published them: clear them again (RemoveDevice deletes, counts, then
 	// clears). While the count is unchanged no removal has reached its
@@ -191,7 +196,7 @@ func (c *Controller) removeHA(id string) {
 			c.log.Warn("clear Home Assistant config", "topic", t, "error", err)
 		}
 	}
-	for _, skill := range slices.Sorted(maps.Keys(last.updates)) {
+	for _, skill := range slices.Sorted(maps.Keys(last.updates.bytes())) {
 		if err := c.publishUpdateState(id, skill, nil); err != nil {
 			c.log.Warn("clear update state", "device", id, "skill", skill, "error", err)
 		}
