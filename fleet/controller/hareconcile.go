@@ -49,14 +49,11 @@ func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device, rep state
 	// of the gateway's CPU in a 1,000-device install, docs/benchmarks.md).
 	sum, comps := haInputKey(in), last.comps
 	if again || sum != last.config {
-		cur, err := hadiscovery.Components(in)
+		live, err := c.publishHAConfig(in, last.comps.strings())
 		if err != nil {
-			return fmt.Errorf("home assistant: %w", err)
-		}
-		if err := c.publishHAConfig(in, last.comps.strings(), cur); err != nil {
 			return err
 		}
-		comps = packMap(cur)
+		comps = packMap(live)
 	}
 	// Equal packed values are equal maps, which publish nothing unless again.
 	packed := packMap(updates)
@@ -82,23 +79,24 @@ func (c *Controller) reconcileHA(ctx context.Context, d *fleet.Device, rep state
 }
 
 // publishHAConfig publishes in's config retained, withdrawing the
-// components of the previous config that are gone.
-func (c *Controller) publishHAConfig(in hadiscovery.Input, prev, cur map[string]string) error {
-	in.Withdrawn = map[string]string{}
-	for k, p := range prev {
-		if _, ok := cur[k]; !ok {
-			in.Withdrawn[k] = p
-		}
-	}
-	t, payload, err := hadiscovery.Build(in)
+// components of the previous config (prev) that are gone, and returns the
+// new config's live components.
+func (c *Controller) publishHAConfig(in hadiscovery.Input, prev map[string]string) (map[string]string, error) {
+	t, payload, live, err := hadiscovery.Replace(in, prev)
 	if err != nil {
-		return fmt.Errorf("home assistant: %w", err)
+		return nil, fmt.Errorf("home assistant: %w", err)
 	}
 	if err := c.cfg.Broker.Publish(broker.Message{Topic: t, Payload: payload, QoS: 1, Retain: true, ContentType: "application/json"}); err != nil {
-		return fmt.Errorf("home assistant: publish %s: %w", t, err)
+		return nil, fmt.Errorf("home assistant: publish %s: %w", t, err)
 	}
-	c.log.Debug("Home Assistant discovery published", "device", in.Device, "components", len(cur), "withdrawn", len(in.Withdrawn))
-	return nil
+	withdrawn := 0
+	for k := range prev {
+		if _, ok := live[k]; !ok {
+			withdrawn++
+		}
+	}
+	c.log.Debug("Home Assistant discovery published", "device", in.Device, "components", len(live), "withdrawn", withdrawn)
+	return live, nil
 }
 
 // publishHAUpdates publishes the changed update states and clears those of

@@ -112,12 +112,54 @@ func Build(in Input) (string, []byte, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
 	}
+	payload, err := build(in, cmps)
+	if err != nil {
+		return "", nil, err
+	}
+	return t, payload, nil
+}
+
+// Replace is Build of the config that follows one whose live components
+// were prev (as Components or Replace returned them): in.Withdrawn is
+// replaced by the components of prev that are no longer live. It returns
+// the new config's live components too (Components(in)), computed once
+// with the config rather than a second time: Components was 55 MB of the
+// gateway's allocations in a 10,000-device install (docs/benchmarks.md,
+// issue 19, round five).
+func Replace(in Input, prev map[string]string) (t string, payload []byte, live map[string]string, err error) {
+	t, err = topic.HADiscovery(prefixOr(in.Prefix), in.Device)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("discovery config: %w", err)
+	}
+	cmps, err := components(in)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
+	}
+	live = make(map[string]string, len(cmps))
+	for k, c := range cmps {
+		live[k] = c.Platform
+	}
+	in.Withdrawn = map[string]string{}
+	for k, p := range prev {
+		if _, ok := cmps[k]; !ok {
+			in.Withdrawn[k] = p
+		}
+	}
+	if payload, err = build(in, cmps); err != nil {
+		return "", nil, nil, err
+	}
+	return t, payload, live, nil
+}
+
+// build encodes the config of in with its live components cmps (which it
+// extends by in.Withdrawn).
+func build(in Input, cmps map[string]component) ([]byte, error) {
 	for key, p := range in.Withdrawn {
 		if _, live := cmps[key]; live {
 			continue
 		}
 		if !validKey(key) || !knownPlatform(p) {
-			return "", nil, fmt.Errorf("discovery config for %s: withdrawn component %q (%q) is not one Build makes", in.Device, key, p)
+			return nil, fmt.Errorf("discovery config for %s: withdrawn component %q (%q) is not one Build makes", in.Device, key, p)
 		}
 		cmps[key] = component{Platform: p}
 	}
@@ -136,7 +178,7 @@ func Build(in Input) (string, []byte, error) {
 		PayloadNotAvailable: PayloadOffline,
 		Components:          cmps,
 	}
-	return t, c.encode(), nil // '>' of the templates kept readable: no HTML escaping
+	return c.encode(), nil // '>' of the templates kept readable: no HTML escaping
 }
 
 // Remove returns the discovery topic of device and the empty payload that,

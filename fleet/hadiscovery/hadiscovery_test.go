@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -481,5 +482,56 @@ func TestAbbreviatedAndExpandable(t *testing.T) {
 	}
 	if m, err := hadiscovery.Expand(nil); m != nil || err != nil {
 		t.Errorf("Expand(removal) = %v, %v", m, err)
+	}
+}
+
+// TestReplaceIsBuildWithWithdrawn: Replace gives the topic and bytes Build
+// gives with Withdrawn set to the previous live components that are gone,
+// and the live components Components gives; a previous component Build
+// would refuse is refused.
+func TestReplaceIsBuildWithWithdrawn(t *testing.T) {
+	old := kitchen()
+	old.Skills = append(old.Skills, hadiscovery.Skill{ID: "old.skill", Managed: true})
+	prevLive, err := hadiscovery.Components(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := kitchen()
+	want, err := hadiscovery.Components(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, prev := range map[string]map[string]string{"first config": nil, "unchanged": want, "skill gone": prevLive} {
+		withdrawn := map[string]string{}
+		for k, p := range prev {
+			if _, ok := want[k]; !ok {
+				withdrawn[k] = p
+			}
+		}
+		b := in
+		b.Withdrawn = withdrawn
+		wantTopic, wantPayload, err := hadiscovery.Build(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic, payload, live, err := hadiscovery.Replace(in, prev)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if topic != wantTopic || !bytes.Equal(payload, wantPayload) {
+			t.Errorf("%s: Replace = %s %s\nwant %s %s", name, topic, payload, wantTopic, wantPayload)
+		}
+		if !maps.Equal(live, want) {
+			t.Errorf("%s: live %v, want %v", name, live, want)
+		}
+	}
+	if name := "skill gone"; len(prevLive) != len(want)+2 {
+		t.Fatalf("%s: the old skill left %d components, want 2", name, len(prevLive)-len(want))
+	}
+	if _, _, _, err := hadiscovery.Replace(in, map[string]string{"switch_x": "light"}); err == nil {
+		t.Error("a previous component of an unknown platform was accepted")
+	}
+	if _, _, _, err := hadiscovery.Replace(hadiscovery.Input{Device: "bad/id"}, nil); err == nil {
+		t.Error("an invalid device id was accepted")
 	}
 }
