@@ -831,58 +831,126 @@ func (n *particle) ensureSubs() *particleSubs {
 	return s
 }
 
-// particles is a concurrency safe map of particles.
+// particles is a concurrency safe set of child particles, keyed on their
+// keys. Up to fewParticles children are held in a slice searched in order
+// (few); past that they move into a map (internal), made then. Most
+// particles with children have one or two (a topic's levels form chains: a
+// device's skill/<id>/update), and a map of one child is a 48-byte header
+// and a 208-byte slot group, a slice of one 32 bytes in all.
 type particles struct {
-	internal map[string]*particle
+	few      *[]*particle         // children while there are at most fewParticles, nil when none
+	internal map[string]*particle // children once there were more than fewParticles
 	sync.RWMutex
 }
 
-// newParticles returns a map of particles.
+// fewParticles is the most children held without a map; a search of eight
+// keys in a slice costs no more than a map lookup's hash.
+const fewParticles = 8
+
+// newParticles returns an empty set of particles.
 func newParticles() particles {
-	return particles{
-		internal: map[string]*particle{},
-	}
+	return particles{}
 }
 
-// add adds a new particle.
+// add adds a new particle, replacing a child of the same key.
 func (p *particles) add(val *particle) {
 	p.Lock()
-	if p.internal == nil {
-		p.internal = map[string]*particle{}
+	defer p.Unlock()
+	if p.internal != nil {
+		p.internal[val.key] = val
+		return
+	}
+	if p.few == nil {
+		few := make([]*particle, 0, 1)
+		p.few = &few
+	}
+	for i, c := range *p.few {
+		if c.key == val.key {
+			(*p.few)[i] = val
+			return
+		}
+	}
+	if len(*p.few) < fewParticles {
+		*p.few = append(*p.few, val)
+		return
+	}
+	p.internal = make(map[string]*particle, fewParticles+1)
+	for _, c := range *p.few {
+		p.internal[c.key] = c
 	}
 	p.internal[val.key] = val
-	p.Unlock()
+	p.few = nil
 }
 
-// getAll returns all particles.
-func (p *particles) getAll() map[string]*particle {
+// getAll returns a copy of the children, in no particular order.
+func (p *particles) getAll() []*particle {
 	p.RLock()
 	defer p.RUnlock()
-	m := map[string]*particle{}
-	for k, v := range p.internal {
-		m[k] = v
+	if p.internal == nil {
+		if p.few == nil {
+			return nil
+		}
+		return append([]*particle(nil), *p.few...)
 	}
-	return m
+	all := make([]*particle, 0, len(p.internal))
+	for _, v := range p.internal {
+		all = append(all, v)
+	}
+	return all
 }
 
 // get returns a particle by id (key).
 func (p *particles) get(id string) *particle {
 	p.RLock()
 	defer p.RUnlock()
-	return p.internal[id]
+	if p.internal != nil {
+		return p.internal[id]
+	}
+	if p.few != nil {
+		for _, c := range *p.few {
+			if c.key == id {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // len returns the number of particles.
 func (p *particles) len() int {
 	p.RLock()
 	defer p.RUnlock()
-	val := len(p.internal)
-	return val
+	if p.internal != nil {
+		return len(p.internal)
+	}
+	if p.few != nil {
+		return len(*p.few)
+	}
+	return 0
 }
 
-// delete removes a particle.
+// delete removes a particle. A set that moved to a map stays one.
 func (p *particles) delete(id string) {
 	p.Lock()
 	defer p.Unlock()
-	delete(p.internal, id)
+	if p.internal != nil {
+		delete(p.internal, id)
+		return
+	}
+	if p.few == nil {
+		return
+	}
+	few := *p.few
+	for i, c := range few {
+		if c.key == id {
+			last := len(few) - 1
+			few[i] = few[last]
+			few[last] = nil
+			*p.few = few[:last]
+			break
+		}
+	}
+	if len(*p.few) == 0 {
+		p.few = nil
+	}
 }
