@@ -1834,7 +1834,7 @@ func (s *Server) loadRetained(v []storage.Message) {
 // clearExpiredClients deletes all clients which have been disconnected for longer
 // than their given expiry intervals.
 func (s *Server) clearExpiredClients(dt int64) {
-	for id, client := range s.Clients.GetAll() {
+	for _, client := range s.Clients.filter(func(c *Client) bool { return c.StopTime() != 0 }) {
 		disconnected := client.StopTime()
 		if disconnected == 0 {
 			continue
@@ -1847,7 +1847,7 @@ func (s *Server) clearExpiredClients(dt int64) {
 
 		if disconnected+int64(expire) < dt {
 			s.hooks.OnClientExpired(client)
-			s.Clients.Delete(id) // [MQTT-4.1.0-2]
+			s.Clients.Delete(client.ID) // [MQTT-4.1.0-2]
 		}
 	}
 }
@@ -1871,7 +1871,7 @@ func (s *Server) clearExpiredRetainedMessages(now int64) {
 
 // clearExpiredInflights deletes any inflight messages which have expired.
 func (s *Server) clearExpiredInflights(now int64) {
-	for _, client := range s.Clients.GetAll() {
+	for _, client := range s.Clients.filter(func(c *Client) bool { return c.State.Inflight.Len() > 0 }) {
 		if deleted := client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval); len(deleted) > 0 {
 			for _, id := range deleted {
 				s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
