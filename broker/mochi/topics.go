@@ -483,14 +483,25 @@ func (x *TopicsIndex) RetainMessage(pk packets.Packet) int64 {
 		x.Retained.Add(pk.TopicName, pk)
 		return 1
 	}
+	return x.unretain(n, pk.TopicName)
+}
 
+// unretain deletes the message retained on topic, whose particle is n (both
+// locks held), and returns -1 if there was one. It is a call of its own
+// (go:noinline) so that the packet it reads is not in RetainMessage's
+// frame, which a retained publish's handling passes through on its way to
+// the payload's compression: with it there the connection's stack went
+// past 16 KiB (docs/broker.md).
+//
+//go:noinline
+func (x *TopicsIndex) unretain(n *particle, topic string) int64 {
 	var out int64
-	if pke, ok := x.Retained.Get(pk.TopicName); ok && len(pke.Payload) > 0 && pke.FixedHeader.Retain {
+	if pke, ok := x.Retained.Get(topic); ok && len(pke.Payload) > 0 && pke.FixedHeader.Retain {
 		out = -1 // if a retained packet existed, return -1
 	}
 
 	n.retainPath = ""
-	x.Retained.Delete(pk.TopicName) // [MQTT-3.3.1-6] [MQTT-3.3.1-7]
+	x.Retained.Delete(topic) // [MQTT-3.3.1-6] [MQTT-3.3.1-7]
 	x.trim(n)
 
 	return out
@@ -558,10 +569,7 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 	}
 
 	if !strings.ContainsRune(filter, '#') && !strings.ContainsRune(filter, '+') {
-		if pk, ok := x.Retained.Get(filter); ok {
-			pks = append(pks, pk)
-		}
-		return pks
+		return x.appendRetained(pks, filter)
 	}
 
 	key, hasNext := isolateParticle(filter, d)
@@ -573,9 +581,7 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 
 			if !hasNext {
 				if path := adjacent.retained(); path != "" {
-					if pk, ok := x.Retained.Get(path); ok {
-						pks = append(pks, pk)
-					}
+					pks = x.appendRetained(pks, path)
 				}
 			}
 
@@ -591,11 +597,24 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 			return x.scanMessages(filter, d+1, particle, pks)
 		}
 
-		if pk, ok := x.Retained.Get(particle.retained()); ok {
-			pks = append(pks, pk)
-		}
+		pks = x.appendRetained(pks, particle.retained())
 	}
 
+	return pks
+}
+
+// appendRetained appends the message retained on topic, if any, to pks. It
+// is a call of its own (go:noinline) so that the packet it reads is not in
+// scanMessages' frame: scanMessages recurses once per level of a wildcard
+// filter, and with three packets inlined its frame was 4,144 bytes, so a
+// subscription to a/b/c/# took the subscribing connection's stack past
+// 16 KiB (docs/broker.md).
+//
+//go:noinline
+func (x *TopicsIndex) appendRetained(pks []packets.Packet, topic string) []packets.Packet {
+	if pk, ok := x.Retained.Get(topic); ok {
+		pks = append(pks, pk)
+	}
 	return pks
 }
 
