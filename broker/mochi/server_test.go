@@ -3634,7 +3634,11 @@ func TestServerSweepsSkipIdleClients(t *testing.T) {
 		s.clearExpiredClients(n)
 		s.clearExpiredInflights(n)
 	})
-	require.Zero(t, allocs, "sweeps over connected clients with nothing in flight")
+	if raceDetector {
+		require.Less(t, allocs, float64(50), "sweeps over connected clients with nothing in flight: the instrumentation's few, none per client")
+	} else {
+		require.Zero(t, allocs, "sweeps over connected clients with nothing in flight")
+	}
 	require.Equal(t, 1000, s.Clients.Len())
 
 	gone, _, _ := newTestClient()

@@ -233,6 +233,10 @@ func TestPacketHandlingStaysWithin16KiBStacks(t *testing.T) {
 	}
 	perClient := (stackBytes() - before) / clients
 	t.Logf("%d stack bytes per connection (the collector off)", perClient)
-	require.LessOrEqualf(t, perClient, int64(20<<10),
-		"stack bytes per connection after a wildcard subscription and a retained publish: want at most 20 KiB (16 KiB stacks; 64 KiB before processPacket's and scanMessages' frames were trimmed)")
+	limit := int64(20 << 10) // 16 KiB stacks and the noise; 64 KiB before
+	if raceDetector {
+		limit = 40 << 10 // instrumented frames: 32 KiB stacks; 64 KiB and more before
+	}
+	require.LessOrEqualf(t, perClient, limit,
+		"stack bytes per connection after a wildcard subscription and a retained publish (16 KiB stacks, 32 under -race; 64 KiB before processPacket's and scanMessages' frames were trimmed)")
 }
