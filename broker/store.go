@@ -17,7 +17,6 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
-	"github.com/mochi-mqtt/server/v2/packets"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
@@ -112,16 +111,19 @@ func (k storeKey) key() string {
 	}
 }
 
-// change is a pending write: del, or a value encoded by the writer. A
-// message (retained, in-flight) is kept as mochi's packet, which mochi never
-// mutates once decoded (every read gets fresh buffers).
+// change is a pending write: del, or a value the writer encodes as JSON:
+// *storage.Client, *storage.Subscription, or *storage.Message (a retained
+// or in-flight message, built by message on the hook's goroutine without
+// its row key, which the writer fills in). A message holds the packet's
+// payload and property slices, which mochi never mutates once decoded
+// (every read gets fresh buffers). Holding the storage form, not the
+// packets.Packet (~800 bytes, which put every pending change in a map slot
+// of its own, 896 bytes: `putLocked` 5 MB in the 10,000-device heap
+// profile), keeps a change within its map slot and its message in 256 bytes.
 type change struct {
-	del    bool
-	value  any            // *storage.Client or *storage.Subscription
-	pk     packets.Packet // retained or in-flight message
-	client string         // who sent (retained) or receives (in-flight) pk
-	sent   int64
-	seq    uint64 // in-flight order (storeSchema)
+	del   bool
+	value any
+	seq   uint64 // in-flight order (storeSchema)
 }
 
 const flushEvery = 50 * time.Millisecond
@@ -344,8 +346,9 @@ func (s *store) write(batch map[storeKey]change) error {
 			continue
 		}
 		buf.Reset()
-		if err := enc.Encode(s.value(k, c)); err != nil {
-			s.log.Error("broker store: encode", "key", k.key(), "error", err)
+		key := k.key()
+		if err := enc.Encode(value(key, c)); err != nil {
+			s.log.Error("broker store: encode", "key", key, "error", err)
 			continue
 		}
 		if upsert == nil {
@@ -354,21 +357,20 @@ func (s *store) write(batch map[storeKey]change) error {
 				return err
 			}
 		}
-		if _, err := upsert.Exec(k.key(), k.kindName(), bytes.TrimSuffix(buf.Bytes(), []byte("\n")), int64(c.seq)); err != nil {
+		if _, err := upsert.Exec(key, k.kindName(), bytes.TrimSuffix(buf.Bytes(), []byte("\n")), int64(c.seq)); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
 }
 
-// value is what is stored for a change: mochi's storage types, as JSON.
-func (s *store) value(k storeKey, c change) any {
-	switch k.kind {
-	case kindRetained, kindInflight:
-		return message(k, c.client, c.pk, c.sent)
-	default:
-		return c.value
+// value is what is stored for a change under the row key: mochi's storage
+// types, as JSON.
+func value(key string, c change) any {
+	if m, ok := c.value.(*storage.Message); ok {
+		m.ID = key // only the writer reads a pending message
 	}
+	return c.value
 }
 
 // Stop flushes pending writes and closes the database; mochi calls it from Close.

@@ -137,7 +137,7 @@ func (s *store) OnRetainMessage(cl *mqtt.Client, pk packets.Packet, r int64) {
 		s.del(k)
 		return
 	}
-	s.put(k, change{pk: pk, client: cl.ID})
+	s.put(k, change{value: message(k, cl.ID, pk, 0)})
 }
 
 func (s *store) OnRetainedExpired(topic string) { s.del(storeKey{kind: kindRetained, name: topic}) }
@@ -150,7 +150,8 @@ func (s *store) OnQosPublish(cl *mqtt.Client, pk packets.Packet, sent int64, _ i
 	if ownAck(pk) || s.connClean(cl) {
 		return // connClean first spares building the change
 	}
-	s.putFor(cl, storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID}, change{pk: pk, client: cl.ID, sent: sent})
+	k := storeKey{kind: kindInflight, client: cl.ID, id: pk.PacketID}
+	s.putFor(cl, k, change{value: message(k, cl.ID, pk, sent)})
 }
 
 func (s *store) OnQosComplete(cl *mqtt.Client, pk packets.Packet) { s.forgetInflight(cl, pk) }
@@ -172,12 +173,13 @@ func (s *store) forgetInflight(cl *mqtt.Client, pk packets.Packet) {
 // packet id, since both share the row key.
 func ownAck(pk packets.Packet) bool { return pk.FixedHeader.Type == packets.Puback && pk.Created != 0 }
 
-// message is the stored form of a retained or in-flight packet; the writer
-// builds it, off the packet path.
+// message is the stored form of a retained or in-flight packet, without its
+// ID (the row key): the writer sets it (store.value), so the key string is
+// not built on the packet path.
 func message(k storeKey, client string, pk packets.Packet, sent int64) *storage.Message {
 	props := pk.Properties
 	return &storage.Message{
-		ID: k.key(), T: k.kindName(), Client: client, Origin: pk.Origin, FixedHeader: pk.FixedHeader,
+		T: k.kindName(), Client: client, Origin: pk.Origin, FixedHeader: pk.FixedHeader,
 		TopicName: pk.TopicName, Payload: pk.Payload, Sent: sent, Created: pk.Created,
 		// Without the id an in-flight message comes back as id 0 after a
 		// restart, and re-sending it drops the client's connection every

@@ -3,8 +3,10 @@ package broker
 import (
 	"log/slog"
 	"testing"
+	"unsafe"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/storage"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
@@ -38,5 +40,61 @@ func BenchmarkStoreInflight(b *testing.B) {
 				s.OnQosComplete(cl, ack)
 			}
 		})
+	}
+}
+
+// TestPendingChangeHoldsTheStoredMessage: a pending retained or in-flight
+// change holds the message's storage form (a change small enough for its map
+// slot, not an ~800-byte packets.Packet that made each pending change an
+// allocation of its own), and the writer stores it under its row key.
+func TestPendingChangeHoldsTheStoredMessage(t *testing.T) {
+	if size := unsafe.Sizeof(change{}); size > 128 {
+		t.Fatalf("change is %d bytes: a map stores an element over 128 bytes in an allocation of its own", size)
+	}
+	dir := t.TempDir()
+	s, err := openStore(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := mqtt.New(nil).NewClient(nil, "t", "dev-1", false)
+	cl.Properties.ProtocolVersion = 5
+	cl.Properties.Props.SessionExpiryInterval = 3600
+	s.OnSessionEstablished(cl, packets.Packet{})
+	retained := packets.Packet{
+		FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1, Retain: true},
+		TopicName:   "chorus/v1/dev-1/skills", Payload: []byte(`{"skills":[]}`), Created: 7,
+		Properties: packets.Properties{ContentType: "application/json"},
+	}
+	s.OnRetainMessage(cl, retained, 1)
+	inflight := packets.Packet{
+		FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1},
+		TopicName:   "chorus/v1/dev-1/desired", Payload: []byte(`{}`), PacketID: 42, Created: 8,
+	}
+	s.OnQosPublish(cl, inflight, 9, 0)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = openStore(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	rets, err := s.StoredRetainedMessages()
+	if err != nil || len(rets) != 1 {
+		t.Fatalf("retained after restart: %v, %v", rets, err)
+	}
+	if r := rets[0]; r.ID != storage.RetainedKey+"_chorus/v1/dev-1/skills" || r.TopicName != retained.TopicName ||
+		string(r.Payload) != string(retained.Payload) || r.Client != "dev-1" || r.Created != 7 ||
+		r.Properties.ContentType != "application/json" || !r.FixedHeader.Retain {
+		t.Fatalf("retained row: %+v", r)
+	}
+	ifs, err := s.StoredInflightMessages()
+	if err != nil || len(ifs) != 1 {
+		t.Fatalf("in flight after restart: %v, %v", ifs, err)
+	}
+	if m := ifs[0]; m.ID != storage.InflightKey+"_dev-1:42" || m.PacketID != 42 || m.Sent != 9 || m.Created != 8 ||
+		string(m.Payload) != "{}" || m.Client != "dev-1" {
+		t.Fatalf("in-flight row: %+v", m)
 	}
 }

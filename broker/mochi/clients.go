@@ -64,6 +64,23 @@ func (cl *Clients) GetAll() map[string]*Client {
 	return m
 }
 
+// filter returns the clients keep accepts, tested under one hold of the
+// read lock; keep must not take the clients' lock. The server's once-a-second
+// sweeps use it instead of GetAll, which copied every client into a new map
+// (two copies a second of 10,000 entries at 10,000 devices) to look at the
+// few that were disconnected or had messages in flight.
+func (cl *Clients) filter(keep func(*Client) bool) []*Client {
+	cl.RLock()
+	defer cl.RUnlock()
+	var out []*Client
+	for _, v := range cl.internal {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Get returns the value of a client if it exists.
 func (cl *Clients) Get(id string) (*Client, bool) {
 	cl.RLock()

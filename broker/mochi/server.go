@@ -797,27 +797,45 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 	}
 
 	if cl.State.Inflight.Len() > 0 && atomic.LoadInt32(&cl.State.Inflight.sendQuota) > 0 {
-		next, ok := cl.State.Inflight.NextImmediate()
-		if ok {
-			_ = cl.WritePacket(next)
-			if ok := cl.State.Inflight.Delete(next.PacketID); ok {
-				atomic.AddInt64(&s.Info.Inflight, -1)
-			}
-			cl.State.Inflight.DecreaseSendQuota()
-		}
+		s.sendNextImmediate(cl)
 	}
 
 	return nil
 }
 
+// sendNextImmediate sends the client's next in-flight message held back for
+// its receive quota. It is a call of its own (go:noinline), as are
+// processPingreq, processConnect and processAuth, so that their packet
+// values are not in processPacket's frame: every inbound packet is handled
+// through that frame, and with them in it (3,352 bytes) a publish's handling
+// took a connection goroutine's stack past 16 KiB, to 32 KiB (docs/broker.md).
+//
+//go:noinline
+func (s *Server) sendNextImmediate(cl *Client) {
+	next, ok := cl.State.Inflight.NextImmediate()
+	if ok {
+		_ = cl.WritePacket(next)
+		if ok := cl.State.Inflight.Delete(next.PacketID); ok {
+			atomic.AddInt64(&s.Info.Inflight, -1)
+		}
+		cl.State.Inflight.DecreaseSendQuota()
+	}
+}
+
 // processConnect processes a Connect packet. The packet cannot be used to establish
 // a new connection on an existing connection. See EstablishConnection instead.
+// Not inlined into processPacket: see sendNextImmediate.
+//
+//go:noinline
 func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
 	s.sendLWT(cl)
 	return packets.ErrProtocolViolationSecondConnect // [MQTT-3.1.0-2]
 }
 
-// processPingreq processes a Pingreq packet.
+// processPingreq processes a Pingreq packet. Not inlined into
+// processPacket: see sendNextImmediate.
+//
+//go:noinline
 func (s *Server) processPingreq(cl *Client, _ packets.Packet) error {
 	return cl.WritePacket(packets.Packet{
 		FixedHeader: packets.FixedHeader{
@@ -1075,8 +1093,7 @@ func (s *Server) retainMessage(cl *Client, pk packets.Packet) {
 		return
 	}
 
-	out := pk.Copy(false)
-	r := s.Topics.RetainMessage(out)
+	r := s.Topics.RetainMessage(pk.Copy(false))
 	s.hooks.OnRetainMessage(cl, pk, r)
 	atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
 }
@@ -1494,7 +1511,10 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 	s.hooks.OnUnsubscribed(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsubscribe}, Filters: filters})
 }
 
-// processAuth processes an Auth packet.
+// processAuth processes an Auth packet. Not inlined into processPacket:
+// see sendNextImmediate.
+//
+//go:noinline
 func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
 	_, err := s.hooks.OnAuthPacket(cl, pk)
 	if err != nil {
@@ -1834,7 +1854,7 @@ func (s *Server) loadRetained(v []storage.Message) {
 // clearExpiredClients deletes all clients which have been disconnected for longer
 // than their given expiry intervals.
 func (s *Server) clearExpiredClients(dt int64) {
-	for id, client := range s.Clients.GetAll() {
+	for _, client := range s.Clients.filter(func(c *Client) bool { return c.StopTime() != 0 }) {
 		disconnected := client.StopTime()
 		if disconnected == 0 {
 			continue
@@ -1847,7 +1867,7 @@ func (s *Server) clearExpiredClients(dt int64) {
 
 		if disconnected+int64(expire) < dt {
 			s.hooks.OnClientExpired(client)
-			s.Clients.Delete(id) // [MQTT-4.1.0-2]
+			s.Clients.Delete(client.ID) // [MQTT-4.1.0-2]
 		}
 	}
 }
@@ -1871,7 +1891,7 @@ func (s *Server) clearExpiredRetainedMessages(now int64) {
 
 // clearExpiredInflights deletes any inflight messages which have expired.
 func (s *Server) clearExpiredInflights(now int64) {
-	for _, client := range s.Clients.GetAll() {
+	for _, client := range s.Clients.filter(func(c *Client) bool { return c.State.Inflight.Len() > 0 }) {
 		if deleted := client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval); len(deleted) > 0 {
 			for _, id := range deleted {
 				s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})

@@ -7,6 +7,7 @@ package mqtt
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -3613,6 +3614,54 @@ func TestServerClearExpiredClients(t *testing.T) {
 
 	s.clearExpiredClients(n)
 	require.Equal(t, 2, s.Clients.Len())
+}
+
+// TestServerSweepsSkipIdleClients: the once-a-second client and in-flight
+// expiry sweeps look at the clients under the clients' read lock and copy
+// none of them while every client is connected with nothing in flight (they
+// copied the whole client map, twice a second), and still find the one
+// that is disconnected or has a message in flight.
+func TestServerSweepsSkipIdleClients(t *testing.T) {
+	s := New(nil)
+	s.Options.Capabilities.MaximumMessageExpiryInterval = 4
+	n := time.Now().Unix()
+	for i := 0; i < 1000; i++ {
+		cl, _, _ := newTestClient()
+		cl.ID = fmt.Sprintf("idle%d", i)
+		s.Clients.Add(cl)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		s.clearExpiredClients(n)
+		s.clearExpiredInflights(n)
+	})
+	if raceDetector {
+		require.Less(t, allocs, float64(50), "sweeps over connected clients with nothing in flight: the instrumentation's few, none per client")
+	} else {
+		require.Zero(t, allocs, "sweeps over connected clients with nothing in flight")
+	}
+	require.Equal(t, 1000, s.Clients.Len())
+
+	gone, _, _ := newTestClient()
+	gone.ID = "gone"
+	gone.State.disconnected = n - 10
+	gone.State.cancelOpen()
+	gone.Properties.ProtocolVersion = 5
+	gone.Properties.Props.SessionExpiryInterval = 8
+	gone.Properties.Props.SessionExpiryIntervalFlag = true
+	s.Clients.Add(gone)
+	busy, _, _ := newTestClient()
+	busy.ID = "busy"
+	busy.ops.info = s.Info
+	busy.State.Inflight.Set(packets.Packet{PacketID: 1, Expiry: n - 1})
+	busy.State.Inflight.Set(packets.Packet{PacketID: 2, Created: n})
+	s.Clients.Add(busy)
+
+	s.clearExpiredClients(n)
+	s.clearExpiredInflights(n)
+	_, ok := s.Clients.Get("gone")
+	require.False(t, ok, "the expired session is deleted")
+	require.Equal(t, 1001, s.Clients.Len())
+	require.Equal(t, 1, busy.State.Inflight.Len(), "the expired message is dropped, the other kept")
 }
 
 func TestLoadServerInfoRestoreOnRestart(t *testing.T) {

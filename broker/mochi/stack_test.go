@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,4 +145,98 @@ func stackBytes() int64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64())
+}
+
+// TestPacketHandlingStaysWithin16KiBStacks: handling a subscription to a
+// wildcard filter (a device's own subtree, which scanMessages walks a level
+// at a time for retained messages) and a retained publish does not grow a
+// connection goroutine's stack past 16 KiB. Before, processPacket's frame
+// held the inlined PINGRESP, AUTH and held-back in-flight packets (3,352
+// bytes) and scanMessages' three retained packets (4,144 bytes a level):
+// the retained publish took the stack to 32 KiB and the subscription to a
+// four-level filter to 64 KiB, and the garbage collector halves a stack at
+// most once a cycle. The collector is off while the clients are handled,
+// so each connection's stack is the largest it grew to; the figure is the
+// growth of all stacks per client.
+func TestPacketHandlingStaysWithin16KiBStacks(t *testing.T) {
+	const clients = 100
+	s := New(&Options{Logger: logger})
+	s.Topics.Retained.CompressPayloadsAbove(1024)
+	require.NoError(t, s.AddHook(new(AllowHook), nil))
+	require.NoError(t, s.Serve())
+	defer s.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = s.EstablishConnection("t", c)
+			}()
+		}
+	}()
+
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	payload := []byte(`{"skills":[` + strings.Repeat(`{"id":"skill-x","version":"1.2.3","state":"running"},`, 40) + `{}]}`)
+	before := stackBytes()
+	for i := 0; i < clients; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		conns = append(conns, c)
+		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+		id := "c" + strconv.Itoa(i)
+		steps := []packets.Packet{
+			{FixedHeader: packets.FixedHeader{Type: packets.Connect}, ProtocolVersion: 4,
+				Connect: packets.ConnectParams{ProtocolName: []byte("MQTT"), Clean: true, Keepalive: 60, ClientIdentifier: id}},
+			{FixedHeader: packets.FixedHeader{Type: packets.Subscribe, Qos: 1}, ProtocolVersion: 4, PacketID: 1,
+				Filters: packets.Subscriptions{{Filter: "chorus/v1/" + id + "/#"}}},
+			{FixedHeader: packets.FixedHeader{Type: packets.Publish, Retain: true}, ProtocolVersion: 4,
+				TopicName: "retained/" + id + "/skills", Payload: payload},
+			{FixedHeader: packets.FixedHeader{Type: packets.Pingreq}, ProtocolVersion: 4},
+		}
+		wantBack := []byte{packets.Connack, packets.Suback, 0, packets.Pingresp}
+		for j, pk := range steps {
+			var buf bytes.Buffer
+			switch pk.FixedHeader.Type {
+			case packets.Connect:
+				err = pk.ConnectEncode(&buf)
+			case packets.Subscribe:
+				err = pk.SubscribeEncode(&buf)
+			case packets.Pingreq:
+				err = pk.PingreqEncode(&buf)
+			default:
+				err = pk.PublishEncode(&buf)
+			}
+			require.NoError(t, err)
+			_, err = c.Write(buf.Bytes())
+			require.NoError(t, err)
+			if wantBack[j] != 0 {
+				typ, err := readPacketType(c)
+				require.NoErrorf(t, err, "%s: read the answer to packet %d", id, j)
+				require.Equalf(t, wantBack[j], typ, "%s: the answer to packet %d", id, j)
+			}
+		}
+	}
+	perClient := (stackBytes() - before) / clients
+	t.Logf("%d stack bytes per connection (the collector off)", perClient)
+	limit := int64(20 << 10) // 16 KiB stacks and the noise; 64 KiB before
+	if raceDetector {
+		limit = 40 << 10 // instrumented frames: 32 KiB stacks; 64 KiB and more before
+	}
+	require.LessOrEqualf(t, perClient, limit,
+		"stack bytes per connection after a wildcard subscription and a retained publish (16 KiB stacks, 32 under -race; 64 KiB before processPacket's and scanMessages' frames were trimmed)")
 }

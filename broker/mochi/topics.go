@@ -483,14 +483,25 @@ func (x *TopicsIndex) RetainMessage(pk packets.Packet) int64 {
 		x.Retained.Add(pk.TopicName, pk)
 		return 1
 	}
+	return x.unretain(n, pk.TopicName)
+}
 
+// unretain deletes the message retained on topic, whose particle is n (both
+// locks held), and returns -1 if there was one. It is a call of its own
+// (go:noinline) so that the packet it reads is not in RetainMessage's
+// frame, which a retained publish's handling passes through on its way to
+// the payload's compression: with it there the connection's stack went
+// past 16 KiB (docs/broker.md).
+//
+//go:noinline
+func (x *TopicsIndex) unretain(n *particle, topic string) int64 {
 	var out int64
-	if pke, ok := x.Retained.Get(pk.TopicName); ok && len(pke.Payload) > 0 && pke.FixedHeader.Retain {
+	if pke, ok := x.Retained.Get(topic); ok && len(pke.Payload) > 0 && pke.FixedHeader.Retain {
 		out = -1 // if a retained packet existed, return -1
 	}
 
 	n.retainPath = ""
-	x.Retained.Delete(pk.TopicName) // [MQTT-3.3.1-6] [MQTT-3.3.1-7]
+	x.Retained.Delete(topic) // [MQTT-3.3.1-6] [MQTT-3.3.1-7]
 	x.trim(n)
 
 	return out
@@ -558,10 +569,7 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 	}
 
 	if !strings.ContainsRune(filter, '#') && !strings.ContainsRune(filter, '+') {
-		if pk, ok := x.Retained.Get(filter); ok {
-			pks = append(pks, pk)
-		}
-		return pks
+		return x.appendRetained(pks, filter)
 	}
 
 	key, hasNext := isolateParticle(filter, d)
@@ -573,9 +581,7 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 
 			if !hasNext {
 				if path := adjacent.retained(); path != "" {
-					if pk, ok := x.Retained.Get(path); ok {
-						pks = append(pks, pk)
-					}
+					pks = x.appendRetained(pks, path)
 				}
 			}
 
@@ -591,11 +597,24 @@ func (x *TopicsIndex) scanMessages(filter string, d int, n *particle, pks []pack
 			return x.scanMessages(filter, d+1, particle, pks)
 		}
 
-		if pk, ok := x.Retained.Get(particle.retained()); ok {
-			pks = append(pks, pk)
-		}
+		pks = x.appendRetained(pks, particle.retained())
 	}
 
+	return pks
+}
+
+// appendRetained appends the message retained on topic, if any, to pks. It
+// is a call of its own (go:noinline) so that the packet it reads is not in
+// scanMessages' frame: scanMessages recurses once per level of a wildcard
+// filter, and with three packets inlined its frame was 4,144 bytes, so a
+// subscription to a/b/c/# took the subscribing connection's stack past
+// 16 KiB (docs/broker.md).
+//
+//go:noinline
+func (x *TopicsIndex) appendRetained(pks []packets.Packet, topic string) []packets.Packet {
+	if pk, ok := x.Retained.Get(topic); ok {
+		pks = append(pks, pk)
+	}
 	return pks
 }
 
@@ -831,58 +850,126 @@ func (n *particle) ensureSubs() *particleSubs {
 	return s
 }
 
-// particles is a concurrency safe map of particles.
+// particles is a concurrency safe set of child particles, keyed on their
+// keys. Up to fewParticles children are held in a slice searched in order
+// (few); past that they move into a map (internal), made then. Most
+// particles with children have one or two (a topic's levels form chains: a
+// device's skill/<id>/update), and a map of one child is a 48-byte header
+// and a 208-byte slot group, a slice of one 32 bytes in all.
 type particles struct {
-	internal map[string]*particle
+	few      *[]*particle         // children while there are at most fewParticles, nil when none
+	internal map[string]*particle // children once there were more than fewParticles
 	sync.RWMutex
 }
 
-// newParticles returns a map of particles.
+// fewParticles is the most children held without a map; a search of eight
+// keys in a slice costs no more than a map lookup's hash.
+const fewParticles = 8
+
+// newParticles returns an empty set of particles.
 func newParticles() particles {
-	return particles{
-		internal: map[string]*particle{},
-	}
+	return particles{}
 }
 
-// add adds a new particle.
+// add adds a new particle, replacing a child of the same key.
 func (p *particles) add(val *particle) {
 	p.Lock()
-	if p.internal == nil {
-		p.internal = map[string]*particle{}
+	defer p.Unlock()
+	if p.internal != nil {
+		p.internal[val.key] = val
+		return
+	}
+	if p.few == nil {
+		few := make([]*particle, 0, 1)
+		p.few = &few
+	}
+	for i, c := range *p.few {
+		if c.key == val.key {
+			(*p.few)[i] = val
+			return
+		}
+	}
+	if len(*p.few) < fewParticles {
+		*p.few = append(*p.few, val)
+		return
+	}
+	p.internal = make(map[string]*particle, fewParticles+1)
+	for _, c := range *p.few {
+		p.internal[c.key] = c
 	}
 	p.internal[val.key] = val
-	p.Unlock()
+	p.few = nil
 }
 
-// getAll returns all particles.
-func (p *particles) getAll() map[string]*particle {
+// getAll returns a copy of the children, in no particular order.
+func (p *particles) getAll() []*particle {
 	p.RLock()
 	defer p.RUnlock()
-	m := map[string]*particle{}
-	for k, v := range p.internal {
-		m[k] = v
+	if p.internal == nil {
+		if p.few == nil {
+			return nil
+		}
+		return append([]*particle(nil), *p.few...)
 	}
-	return m
+	all := make([]*particle, 0, len(p.internal))
+	for _, v := range p.internal {
+		all = append(all, v)
+	}
+	return all
 }
 
 // get returns a particle by id (key).
 func (p *particles) get(id string) *particle {
 	p.RLock()
 	defer p.RUnlock()
-	return p.internal[id]
+	if p.internal != nil {
+		return p.internal[id]
+	}
+	if p.few != nil {
+		for _, c := range *p.few {
+			if c.key == id {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // len returns the number of particles.
 func (p *particles) len() int {
 	p.RLock()
 	defer p.RUnlock()
-	val := len(p.internal)
-	return val
+	if p.internal != nil {
+		return len(p.internal)
+	}
+	if p.few != nil {
+		return len(*p.few)
+	}
+	return 0
 }
 
-// delete removes a particle.
+// delete removes a particle. A set that moved to a map stays one.
 func (p *particles) delete(id string) {
 	p.Lock()
 	defer p.Unlock()
-	delete(p.internal, id)
+	if p.internal != nil {
+		delete(p.internal, id)
+		return
+	}
+	if p.few == nil {
+		return
+	}
+	few := *p.few
+	for i, c := range few {
+		if c.key == id {
+			last := len(few) - 1
+			few[i] = few[last]
+			few[last] = nil
+			*p.few = few[:last]
+			break
+		}
+	}
+	if len(*p.few) == 0 {
+		p.few = nil
+	}
 }

@@ -638,6 +638,26 @@ func BenchmarkSubscribers(b *testing.B) {
 	}
 }
 
+// BenchmarkSubscribersDeviceTree looks up the subscribers of a topic in a
+// tree shaped like a gateway's: per device a subscription to its own
+// subtree and retained state topics under it (most particles have one to
+// eight children).
+func BenchmarkSubscribersDeviceTree(b *testing.B) {
+	index := NewTopicsIndex()
+	for d := 0; d < 1000; d++ {
+		dev := fmt.Sprintf("chorus/v1/dev%d", d)
+		index.Subscribe(fmt.Sprintf("cl%d", d), packets.Subscription{Filter: dev + "/#"})
+		for _, t := range []string{"availability", "birth", "connectivity", "skills", "desired", "skill/s1/update", "skill/s2/update", "skill/s3/update"} {
+			index.RetainMessage(packets.Packet{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: dev + "/" + t, Payload: []byte("x")})
+		}
+	}
+	index.InlineSubscribe(InlineSubscription{Subscription: packets.Subscription{Filter: "chorus/v1/+/skills", Identifier: 1}})
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		index.Subscribers("chorus/v1/dev500/skill/s2/update")
+	}
+}
+
 func TestMessagesPattern(t *testing.T) {
 	payload := []byte("hello")
 	fh := packets.FixedHeader{Type: packets.Publish, Retain: true}
@@ -698,23 +718,35 @@ func BenchmarkMessages(b *testing.B) {
 	}
 }
 
+// particleKeys lists the keys of the children p holds, in either of its
+// forms (a slice of few, a map of more).
+func particleKeys(p *particles) []string {
+	var keys []string
+	for _, c := range p.getAll() {
+		keys = append(keys, c.key)
+	}
+	return keys
+}
+
 func TestNewParticles(t *testing.T) {
 	cl := newParticles()
-	require.NotNil(t, cl.internal)
+	require.Equal(t, 0, cl.len())
+	require.Nil(t, cl.get("a"))
+	require.Empty(t, cl.getAll())
 }
 
 func TestParticlesAdd(t *testing.T) {
 	p := newParticles()
 	p.add(&particle{key: "a"})
-	require.Contains(t, p.internal, "a")
+	require.Contains(t, particleKeys(&p), "a")
 }
 
 func TestParticlesGet(t *testing.T) {
 	p := newParticles()
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
-	require.Contains(t, p.internal, "a")
-	require.Contains(t, p.internal, "b")
+	require.Contains(t, particleKeys(&p), "a")
+	require.Contains(t, particleKeys(&p), "b")
 
 	particle := p.get("a")
 	require.NotNil(t, particle)
@@ -726,9 +758,9 @@ func TestParticlesGetAll(t *testing.T) {
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
 	p.add(&particle{key: "c"})
-	require.Contains(t, p.internal, "a")
-	require.Contains(t, p.internal, "b")
-	require.Contains(t, p.internal, "c")
+	require.Contains(t, particleKeys(&p), "a")
+	require.Contains(t, particleKeys(&p), "b")
+	require.Contains(t, particleKeys(&p), "c")
 
 	particles := p.getAll()
 	require.Len(t, particles, 3)
@@ -738,15 +770,15 @@ func TestParticlesLen(t *testing.T) {
 	p := newParticles()
 	p.add(&particle{key: "a"})
 	p.add(&particle{key: "b"})
-	require.Contains(t, p.internal, "a")
-	require.Contains(t, p.internal, "b")
+	require.Contains(t, particleKeys(&p), "a")
+	require.Contains(t, particleKeys(&p), "b")
 	require.Equal(t, 2, p.len())
 }
 
 func TestParticlesDelete(t *testing.T) {
 	p := newParticles()
 	p.add(&particle{key: "a"})
-	require.Contains(t, p.internal, "a")
+	require.Contains(t, particleKeys(&p), "a")
 
 	p.delete("a")
 	particle := p.get("a")
@@ -1100,6 +1132,7 @@ func TestParticlesMakeTheirMapsOnFirstAdd(t *testing.T) {
 	leaf := index.seek("a/b/c", 0)
 	require.NotNil(t, leaf)
 	require.Nil(t, leaf.particles.internal)
+	require.Nil(t, leaf.particles.few)
 	require.Nil(t, leaf.subsp.Load(), "no subscription structs at all until the first subscription")
 	require.LessOrEqual(t, int(unsafe.Sizeof(particle{})), 96, "a particle without subscriptions fits the 96-byte size class (was 112 plus three 32-byte subscription structs)")
 	require.Nil(t, noSubs.subscriptions.internal)
@@ -1120,6 +1153,65 @@ func TestParticlesMakeTheirMapsOnFirstAdd(t *testing.T) {
 	require.Contains(t, index.Subscribers("a/b/c/d").Subscriptions, "cl3")
 	require.NotNil(t, leaf.subsp.Load())
 	require.Equal(t, []packets.Packet{{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: "a/b/c", Payload: []byte("x")}}, index.Messages("a/b/c"))
+}
+
+// TestParticlesHoldFewChildrenInASlice: up to fewParticles children are
+// held in a slice, no map; the next one moves them all into a map; each is
+// found, replaced, listed and deleted the same either way.
+func TestParticlesHoldFewChildrenInASlice(t *testing.T) {
+	for _, n := range []int{1, 2, fewParticles, fewParticles + 1, 3 * fewParticles} {
+		var ps particles
+		kids := make([]*particle, n)
+		for i := range kids {
+			kids[i] = newParticle(fmt.Sprintf("k%d", i), nil)
+			ps.add(kids[i])
+		}
+		if n <= fewParticles {
+			require.Nil(t, ps.internal, "%d children: no map", n)
+			require.NotNil(t, ps.few)
+		} else {
+			require.NotNil(t, ps.internal, "%d children: a map", n)
+			require.Nil(t, ps.few)
+		}
+		require.Equal(t, n, ps.len())
+		require.ElementsMatch(t, kids, ps.getAll())
+		for _, k := range kids {
+			require.Same(t, k, ps.get(k.key))
+		}
+		require.Nil(t, ps.get("absent"))
+
+		again := newParticle("k0", nil) // a child of a key already held is replaced
+		ps.add(again)
+		require.Same(t, again, ps.get("k0"))
+		require.Equal(t, n, ps.len())
+
+		ps.delete("absent")
+		for i := n - 1; i >= 0; i -= 2 { // delete every other, from the end
+			ps.delete(kids[i].key)
+			require.Nil(t, ps.get(kids[i].key))
+		}
+		for i := n - 2; i >= 1; i -= 2 {
+			require.Same(t, kids[i], ps.get(kids[i].key))
+		}
+		for i := range kids {
+			ps.delete(kids[i].key)
+		}
+		require.Equal(t, 0, ps.len())
+		require.Empty(t, ps.getAll())
+		if n <= fewParticles {
+			require.Nil(t, ps.few, "%d children deleted: the slice is let go", n)
+		}
+	}
+
+	// Through the index: a device-like chain of levels and a wildcard scan.
+	index := NewTopicsIndex()
+	for i := 0; i < 2*fewParticles; i++ {
+		index.RetainMessage(packets.Packet{FixedHeader: packets.FixedHeader{Retain: true}, TopicName: fmt.Sprintf("a/d/s%d/update", i), Payload: []byte("x")})
+	}
+	require.Len(t, index.Messages("a/d/+/update"), 2*fewParticles)
+	require.Len(t, index.Messages("a/#"), 2*fewParticles)
+	require.Nil(t, index.seek("a/d/s0", 0).particles.internal, "one child: no map")
+	require.NotNil(t, index.seek("a/d", 0).particles.internal, "more than fewParticles children: a map")
 }
 
 // TestRetainMessageKeepsTheTopicHeld: a second retained publish on a topic

@@ -1,0 +1,6 @@
+//go:build race
+
+package mqtt
+
+// raceDetector: see race_off_test.go.
+const raceDetector = true
