@@ -134,11 +134,17 @@ func (db *DB) ArtifactBySHA256(ctx context.Context, sum string) (*fleet.SkillVer
 	if err := fleet.ValidSHA256(sum); err != nil {
 		return nil, err
 	}
+	if v, ok := db.sums.get(sum); ok {
+		return v, nil
+	}
 	var v *fleet.SkillVersion
 	err := db.read(ctx, func(tx *tx) (err error) {
 		v, err = scanVersion(tx.QueryRowContext(ctx, `SELECT `+versionColumns+` WHERE sha256 = ? ORDER BY seq LIMIT 1`, sum))
 		return notFoundOr(err, "artifact %s not found", sum)
 	})
+	if err == nil {
+		db.sums.put(v) // the answer for sum from now on (catalogcache.go)
+	}
 	return v, err
 }
 
