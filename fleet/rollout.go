@@ -336,6 +336,11 @@ type ExecMove struct {
 type ExecStart struct {
 	RolloutID  int64
 	Assignment *Assignment
+	// KeepSettings keeps the settings of the device assignment of the skill
+	// that Assignment replaces, unless that one is an uninstall: an install
+	// a rollout starts keeps the device's configuration
+	// (controller.assignmentFor). It is read in the start's own transaction.
+	KeepSettings bool
 }
 
 // ExecStarted is what StartExecutions did with one ExecStart: the execution

@@ -25,6 +25,7 @@ type benchFleetFlags struct {
 	deadline        time.Duration
 	jsonOut, inProc bool
 	cpuProfile      string
+	installProfile  string
 	memoryLimit     string
 	devCPUProfile   string
 }
@@ -56,12 +57,34 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 			if f.devCPUProfile != "" && (f.inProc || f.cfg.Server != "") {
 				return errors.New("--devices-cpuprofile needs the simulated devices in their own process (no --in-process-devices)")
 			}
+			if f.installProfile != "" && (f.cpuProfile != "" || f.cfg.Server != "") {
+				return errors.New("--install-cpuprofile profiles the in-process gateway, and not together with --cpuprofile")
+			}
 			stop, err := startCPUProfile(f.cpuProfile)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			rep, err := fleetbench.Run(ctx, a.benchFleetConfig(f))
+			cfg := a.benchFleetConfig(f)
+			if f.installProfile != "" {
+				stopInstall := func() {}
+				defer func() { stopInstall() }()
+				cfg.Phase = func(name string) {
+					switch name {
+					case "install:start":
+						s, err := startCPUProfile(f.installProfile)
+						if err != nil {
+							a.log.Warn("install cpu profile", "error", err)
+							return
+						}
+						stopInstall = s
+					case "install:end":
+						stopInstall()
+						stopInstall = func() {}
+					}
+				}
+			}
+			rep, err := fleetbench.Run(ctx, cfg)
 			if rep != nil {
 				if perr := a.printFleet(rep, f.jsonOut); perr != nil {
 					return perr
@@ -82,6 +105,7 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as JSON")
 	fl.BoolVar(&f.inProc, "in-process-devices", false, "run the simulated devices in this process (default: a child `chorus bench fleet-devices`, so the gateway's CPU and RSS are its own)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the gateway process (go tool pprof)")
+	fl.StringVar(&f.installProfile, "install-cpuprofile", "", "write a CPU profile of the gateway process during the install rollout only, from its creation to its end (not with --cpuprofile)")
 	fl.StringVar(&f.devCPUProfile, "devices-cpuprofile", "", "write a CPU profile of the simulated devices' child process (go tool pprof)")
 	fl.StringVar(&f.cfg.HeapProfile, "heapprofile", "", "write heap profiles of the gateway process to PREFIX.<phase>.pb.gz at every phase boundary (go tool pprof)")
 	fl.StringVar(&f.cfg.Server, "server", "", "target a running gateway's HTTP URL instead of starting one (needs --token and --mqtt-url)")

@@ -369,11 +369,8 @@ func (c *Controller) startExecutions(ctx context.Context, r *fleet.Rollout, es [
 	}
 	starts := make([]fleet.ExecStart, 0, len(es))
 	for _, e := range es {
-		a, err := c.assignmentFor(ctx, r, e.DeviceID)
-		if err != nil {
-			return err
-		}
-		starts = append(starts, fleet.ExecStart{RolloutID: e.RolloutID, Assignment: a})
+		a, keep := assignmentFor(r, e.DeviceID)
+		starts = append(starts, fleet.ExecStart{RolloutID: e.RolloutID, Assignment: a, KeepSettings: keep})
 	}
 	c.pubMu.Lock()
 	for _, e := range es {
@@ -412,21 +409,17 @@ func (c *Controller) startExecutions(ctx context.Context, r *fleet.Rollout, es [
 }
 
 // assignmentFor is the device-level assignment a rollout's execution puts.
-// An install keeps the settings of the device's existing assignment.
-func (c *Controller) assignmentFor(ctx context.Context, r *fleet.Rollout, dev string) (*fleet.Assignment, error) {
-	a := &fleet.Assignment{SkillID: r.SkillID, Target: fleet.DeviceTarget(dev), Action: fleet.AssignUninstall}
+// An install keeps the settings of the device's existing assignment unless
+// that one is an uninstall (keep: the store reads them in the start's own
+// transaction, fleet.ExecStart.KeepSettings, instead of a read per device
+// before the batch).
+func assignmentFor(r *fleet.Rollout, dev string) (a *fleet.Assignment, keep bool) {
+	a = &fleet.Assignment{SkillID: r.SkillID, Target: fleet.DeviceTarget(dev), Action: fleet.AssignUninstall}
 	if r.Action == fleet.RolloutUninstall {
-		return a, nil
+		return a, false
 	}
 	a.Action, a.Version = fleet.AssignInstall, r.Version
-	old, err := c.store.GetAssignment(ctx, r.SkillID, a.Target)
-	switch {
-	case err == nil && old.Action != fleet.AssignUninstall:
-		a.Settings = old.Settings
-	case err != nil && fleet.ErrorCode(err) != fleet.ENOTFOUND:
-		return nil, err
-	}
-	return a, nil
+	return a, true
 }
 
 // assignTargets puts the tag and all assignments of a rollout that

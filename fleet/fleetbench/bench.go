@@ -48,6 +48,11 @@ type Config struct {
 	// HeapProfile, when set, is the prefix of the heap profiles written at
 	// every phase boundary (PREFIX.<phase>.pb.gz).
 	HeapProfile string
+	// Phase, when set, is called at every phase boundary of the in-process
+	// gateway's run ("settled", "install:start", "install:end", ...), after
+	// the figures of that boundary are read (cmd/chorus starts and stops
+	// --rollouts-cpuprofile there).
+	Phase func(name string)
 	// ValidateSkill is the in-process gateway's (cmd/chorus wires
 	// device/discovery).
 	ValidateSkill func(dir string) (controller.SkillInfo, error)
@@ -192,6 +197,9 @@ func (b *bench) inProcess(ctx context.Context) error {
 			if err := writeHeapProfile(cfg.HeapProfile, name); err != nil {
 				rep.Notes = append(rep.Notes, "heap profile: "+err.Error())
 			}
+		}
+		if cfg.Phase != nil {
+			cfg.Phase(name)
 		}
 	}
 	err = b.scenario(ctx, client, g.Broker().Addr(), g.Up().HTTPURL, creds, fleet.AllTarget(), phase)

@@ -25,13 +25,15 @@ func (db *DB) PutAssignment(ctx context.Context, a *fleet.Assignment) error {
 		return err
 	}
 	defer db.desired.dropTarget(a.Target) // once committed (desiredcache.go)
-	return db.write(ctx, func(tx *tx) error { return putAssignment(ctx, tx, a, settings, nil) })
+	return db.write(ctx, func(tx *tx) error { return putAssignment(ctx, tx, a, settings, false, nil) })
 }
 
 // putAssignment is PutAssignment in tx, with a's settings compacted; a
 // batch b (StartExecutions; nil otherwise) looks each skill version up once
-// for all its starts.
-func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage, b *startBatch) error {
+// for all its starts. keep (fleet.ExecStart.KeepSettings) keeps the settings
+// of the assignment it replaces unless that one is an uninstall; a's
+// Settings are then the ones stored.
+func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings json.RawMessage, keep bool, b *startBatch) error {
 	if err := b.versionExists(ctx, tx, a.SkillID, a.Version); err != nil {
 		return err
 	}
@@ -44,18 +46,25 @@ func putAssignment(ctx context.Context, tx *tx, a *fleet.Assignment, settings js
 	if err != nil {
 		return err
 	}
-	var created int64
+	var (
+		created int64
+		stored  sql.NullString
+	)
 	err = tx.QueryRowContext(ctx, `INSERT INTO assignments
 		(skill_id, target_kind, target_value, action, version, settings, seq, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 		ON CONFLICT (skill_id, target_kind, target_value) DO UPDATE SET
-			action = excluded.action, version = excluded.version, settings = excluded.settings,
+			action = excluded.action, version = excluded.version,
+			settings = CASE WHEN ?10 AND assignments.action <> 'uninstall' THEN assignments.settings ELSE excluded.settings END,
 			seq = excluded.seq, updated_at = excluded.updated_at
-		RETURNING id, created_at`,
+		RETURNING id, created_at, settings`,
 		a.SkillID, a.Target.Kind, a.Target.Value, a.Action, a.Version, nullJSON(settings), seq,
-		encTime(tx.now), encTime(tx.now)).Scan(&a.ID, &created)
+		encTime(tx.now), encTime(tx.now), keep).Scan(&a.ID, &created, &stored)
 	if err != nil {
 		return err
+	}
+	if keep {
+		settings = rawJSON(stored)
 	}
 	a.Settings, a.Seq, a.CreatedAt, a.UpdatedAt = settings, seq, decTime(created), tx.now
 	return nil

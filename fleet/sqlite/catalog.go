@@ -13,7 +13,7 @@ const versionColumns = `skill_id, version, sha256, size, manifest, title, descri
 // PublishVersion adds a version to the catalog and returns the stored one.
 // Publishing an identical version again (same sha256 and size) returns the
 // stored version unchanged; the same version with other bytes is ErrConflict.
-func (db *DB) PublishVersion(ctx context.Context, v *fleet.SkillVersion) (*fleet.SkillVersion, error) {
+func (db *DB) PublishVersion(ctx context.Context, v *fleet.SkillVersion) (_ *fleet.SkillVersion, err error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
 	}
@@ -25,9 +25,28 @@ func (db *DB) PublishVersion(ctx context.Context, v *fleet.SkillVersion) (*fleet
 	if err != nil {
 		return nil, err
 	}
-	var out *fleet.SkillVersion
-	defer db.desired.dropAll() // a new latest version, once committed (desiredcache.go)
-	defer db.latest.dropAll()  // the same (catalogcache.go)
+	var (
+		out *fleet.SkillVersion
+		// assigned: an assignment names the skill, so the new version may
+		// change the documents it reaches (set in the transaction).
+		assigned bool
+	)
+	// A published version changes a desired document only through an
+	// assignment of its skill (computeDesired resolves versions for the
+	// assignments that match the device, and nothing else): while no
+	// assignment names the skill, no document changes, and dropping every
+	// document made each device's next pass recompute its unchanged one
+	// (the requeue after a publish, haCatalogChanged: ~6 % of the gateway's
+	// CPU in a 5,000-device install that follows a publish, docs/benchmarks.md
+	// issue 19 round five). An assignment of the skill put later drops what
+	// it changes itself (PutAssignment). A write that fails drops too: whether
+	// it committed is not known.
+	defer func() {
+		if assigned || err != nil {
+			db.desired.dropAll() // once committed (desiredcache.go)
+		}
+	}()
+	defer db.latest.dropAll() // a new latest version, once committed (catalogcache.go)
 	err = db.write(ctx, func(tx *tx) error {
 		old, err := getVersion(ctx, tx, v.SkillID, v.Version)
 		switch {
@@ -45,6 +64,10 @@ func (db *DB) PublishVersion(ctx context.Context, v *fleet.SkillVersion) (*fleet
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			v.SkillID, v.Version, v.SHA256, v.Size, nullJSON(v.Manifest), v.Title, v.Description, reqText, encTime(tx.now))
 		if err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM assignments WHERE skill_id = ?)`, v.SkillID).
+			Scan(&assigned); err != nil {
 			return err
 		}
 		out, err = getVersion(ctx, tx, v.SkillID, v.Version)
@@ -111,11 +134,17 @@ func (db *DB) ArtifactBySHA256(ctx context.Context, sum string) (*fleet.SkillVer
 	if err := fleet.ValidSHA256(sum); err != nil {
 		return nil, err
 	}
+	if v, ok := db.sums.get(sum); ok {
+		return v, nil
+	}
 	var v *fleet.SkillVersion
 	err := db.read(ctx, func(tx *tx) (err error) {
 		v, err = scanVersion(tx.QueryRowContext(ctx, `SELECT `+versionColumns+` WHERE sha256 = ? ORDER BY seq LIMIT 1`, sum))
 		return notFoundOr(err, "artifact %s not found", sum)
 	})
+	if err == nil {
+		db.sums.put(v) // the answer for sum from now on (catalogcache.go)
+	}
 	return v, err
 }
 

@@ -62,6 +62,42 @@ func (c *latestCache) dropAll() {
 	clear(c.versions)
 }
 
+// artifactCache holds what ArtifactBySHA256 found for each sha256: the
+// download handler asks it on every artifact a device fetches, one read
+// transaction per device in a rollout (2.5 % of the gateway's CPU in a
+// 5,000-device install, docs/benchmarks.md issue 19 round five). The answer
+// is the first version published with the sum (the lowest seq); versions
+// are never changed or deleted while the gateway runs and a later publish
+// takes a higher seq, so once found the answer never changes and needs no
+// drop. Only found sums are kept, so it holds at most one entry per
+// artifact in the catalog, never one per device.
+type artifactCache struct {
+	mu       sync.Mutex // guards versions
+	versions map[string]fleet.SkillVersion
+}
+
+func newArtifactCache() *artifactCache {
+	return &artifactCache{versions: map[string]fleet.SkillVersion{}}
+}
+
+// get returns a copy of the version cached for sum.
+func (c *artifactCache) get(sum string) (*fleet.SkillVersion, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.versions[sum]
+	if !ok {
+		return nil, false
+	}
+	return copyVersion(v), true
+}
+
+// put keeps a copy of v, the version found for its sum.
+func (c *artifactCache) put(v *fleet.SkillVersion) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.versions[v.SHA256] = *copyVersion(*v)
+}
+
 // copyVersion copies v with its slices: no caller shares a cached value.
 func copyVersion(v fleet.SkillVersion) *fleet.SkillVersion {
 	v.Manifest = bytes.Clone(v.Manifest)

@@ -61,6 +61,7 @@ type DB struct {
 
 	desired *desiredCache                 // DesiredFor's documents (desiredcache.go)
 	latest  *latestCache                  // LatestVersion's versions (catalogcache.go)
+	sums    *artifactCache                // ArtifactBySHA256's versions (catalogcache.go)
 	devices *rowCache[fleet.Device]       // GetDevice's rows (devicecache.go)
 	running *rowCache[[]*fleet.Execution] // each device's in-progress executions (devicecache.go)
 	writes  atomic.Uint64                 // numbers write transactions, in commit order (devicecache.go)
@@ -84,7 +85,7 @@ func Open(path string, now func() time.Time) (*DB, error) {
 	if err := privatedb.Prepare(abs); err != nil {
 		return nil, fmt.Errorf("open fleet db: %w", err)
 	}
-	db := &DB{path: abs, now: now, desired: newDesiredCache(), latest: newLatestCache(), devices: newRowCache(copyDevice), running: newRowCache(copyExecutions)}
+	db := &DB{path: abs, now: now, desired: newDesiredCache(), latest: newLatestCache(), sums: newArtifactCache(), devices: newRowCache(copyDevice), running: newRowCache(copyExecutions)}
 	if db.w, err = openPool(abs, writerParams, 1); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,8 @@ import (
 // goes through this DB (the one writer of the file while the gateway runs)
 // and drops what it may change once it has committed: one device (a device
 // assignment, its tags, its creation or removal) or every device (a tag or
-// fleet-wide assignment, a published version).
+// fleet-wide assignment, a published version of a skill an assignment
+// names: PublishVersion).
 //
 // A reader notes the cache's sequence before it opens its transaction and
 // keeps its result only if nothing it depends on was dropped since: a write

@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"reflect"
 	"testing"
 
@@ -143,5 +145,55 @@ func TestDesiredCacheSharesOnlyEqualSkills(t *testing.T) {
 	c.replace("pi4", fleet.Desired{Version: 4, Skills: map[string]fleet.DesiredSkill{"weather": skill, "news": skill}}, c.sequence())
 	if got, _, _ := c.get("pi4"); len(got.Skills) != 2 {
 		t.Errorf("a second skill was lost: %+v", got)
+	}
+}
+
+// TestPublishKeepsUnassignedDocuments: publishing a version of a skill no
+// assignment names changes no desired document, so the cached documents
+// stay; once an assignment names the skill, publishing drops them all
+// (PublishVersion).
+func TestPublishKeepsUnassignedDocuments(t *testing.T) {
+	db, err := Open(t.TempDir()+"/fleet.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	if err := db.CreateDevice(ctx, &fleet.Device{ID: "pi1", SecretHash: "x", SkillKey: make([]byte, 32)}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(version string) {
+		t.Helper()
+		h := sha256.Sum256([]byte(version))
+		sum := hex.EncodeToString(h[:])
+		if _, err := db.PublishVersion(ctx, &fleet.SkillVersion{SkillID: "weather", Version: version, SHA256: sum, Size: 1,
+			Manifest: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := func() bool {
+		_, _, ok := db.desired.get("pi1")
+		return ok
+	}
+	publish("1.0.0")
+	if _, err := db.DesiredFor(ctx, "pi1"); err != nil {
+		t.Fatal(err)
+	}
+	publish("1.1.0")
+	if !cached() {
+		t.Fatal("a version of a skill no assignment names dropped pi1's document")
+	}
+	if err := db.PutAssignment(ctx, &fleet.Assignment{SkillID: "weather", Target: fleet.AllTarget(), Action: fleet.AssignInstall}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := db.DesiredFor(ctx, "pi1"); err != nil || d.Skills["weather"].Version != "1.1.0" {
+		t.Fatalf("pi1 desires %+v (%v), want weather 1.1.0", d, err)
+	}
+	publish("2.0.0")
+	if cached() {
+		t.Fatal("a version of an assigned skill kept pi1's document")
+	}
+	if d, err := db.DesiredFor(ctx, "pi1"); err != nil || d.Skills["weather"].Version != "2.0.0" {
+		t.Fatalf("pi1 desires %+v (%v), want weather 2.0.0", d, err)
 	}
 }

@@ -199,7 +199,7 @@ func (db *DB) StartExecutions(ctx context.Context, starts []fleet.ExecStart) ([]
 // version that is gone is the start's Err, found before anything is written.
 func startExecution(ctx context.Context, tx *tx, s fleet.ExecStart, settings json.RawMessage, b *startBatch) (fleet.ExecStarted, error) {
 	a := s.Assignment
-	err := putAssignment(ctx, tx, a, settings, b)
+	err := putAssignment(ctx, tx, a, settings, s.KeepSettings, b)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		return fleet.ExecStarted{Err: err}, nil
 	}

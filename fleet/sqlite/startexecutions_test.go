@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/chorus-edge/chorus/fleet"
@@ -119,5 +120,65 @@ func TestStartExecutionsNumbers(t *testing.T) {
 	}
 	if d.Version <= lastDoc {
 		t.Fatalf("document after the batch has version %d, the batch's last %d", d.Version, lastDoc)
+	}
+}
+
+// TestStartExecutionsKeepSettings: a start with KeepSettings keeps the
+// settings of the device assignment it replaces (an install or a
+// configure), not those of an uninstall; without an assignment there are
+// none; without KeepSettings the start's own settings are stored. The
+// assignment it returns and the desired document carry what is stored.
+func TestStartExecutionsKeepSettings(t *testing.T) {
+	db, _ := mustOpen(t)
+	mustPublish(t, db, "weather", "1.0.0")
+	devs := []string{"pi-install", "pi-configure", "pi-uninstall", "pi-none", "pi-replace"}
+	targets := make([]fleet.Target, len(devs))
+	for i, id := range devs {
+		mustDevice(t, db, id)
+		targets[i] = fleet.DeviceTarget(id)
+	}
+	put := func(a *fleet.Assignment) {
+		t.Helper()
+		if err := db.PutAssignment(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(install("weather", fleet.DeviceTarget("pi-install"), "1.0.0", `{"unit": "C"}`))
+	put(&fleet.Assignment{SkillID: "weather", Target: fleet.DeviceTarget("pi-configure"), Action: fleet.AssignConfigure,
+		Settings: json.RawMessage(`{"unit":"F"}`)})
+	put(&fleet.Assignment{SkillID: "weather", Target: fleet.DeviceTarget("pi-uninstall"), Action: fleet.AssignUninstall})
+	put(install("weather", fleet.DeviceTarget("pi-replace"), "1.0.0", `{"unit":"K"}`))
+	r := &fleet.Rollout{SkillID: "weather", Action: fleet.RolloutInstall, Targets: targets}
+	mustRollout(t, db, r)
+	mustRolloutState(t, db, r.ID, fleet.RolloutInProgress)
+	var starts []fleet.ExecStart
+	for _, id := range devs {
+		starts = append(starts, fleet.ExecStart{RolloutID: r.ID, Assignment: install("weather", fleet.DeviceTarget(id), "1.0.0", ""),
+			KeepSettings: id != "pi-replace"})
+	}
+	starts[4].Assignment.Settings = json.RawMessage(`{"unit": "R"}`)
+	res, err := db.StartExecutions(ctx, starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pi-install": `{"unit":"C"}`, "pi-configure": `{"unit":"F"}`, "pi-uninstall": "", "pi-none": "",
+		"pi-replace": `{"unit":"R"}`}
+	for i, id := range devs {
+		if res[i].Err != nil {
+			t.Fatalf("%s: %v", id, res[i].Err)
+		}
+		if got := string(starts[i].Assignment.Settings); got != want[id] {
+			t.Errorf("%s: the start's assignment has settings %q, want %q", id, got, want[id])
+		}
+		a, err := db.GetAssignment(ctx, "weather", fleet.DeviceTarget(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(a.Settings); got != want[id] || a.Action != fleet.AssignInstall || a.Version != "1.0.0" {
+			t.Errorf("%s: stored %s %s with settings %q, want install 1.0.0 with %q", id, a.Action, a.Version, got, want[id])
+		}
+		if got := string(res[i].Desired.Skills["weather"].Settings); got != want[id] {
+			t.Errorf("%s: desired settings %q, want %q", id, got, want[id])
+		}
 	}
 }

@@ -150,13 +150,37 @@ func ParseSkills(b []byte) (Skills, error) {
 	if len(b) == 0 {
 		return v, nil
 	}
+	// The skill table is sized before it is decoded: encoding/json grows a
+	// slice by doubling from one element (15 Skill values allocated for a
+	// table of 6), which was a tenth of the bytes the gateway allocated in a
+	// 5,000-device install (docs/benchmarks.md, issue 19 round five). The
+	// size is only a hint, so a wrong guess costs a growth or unused slots,
+	// never another result.
+	if n := skillsHint(b); n > 0 {
+		v.Skills = make([]Skill, 0, n)
+	}
 	if err := decode("skills report", b, MaxSkills, &v); err != nil {
 		return Skills{}, err
+	}
+	if len(v.Skills) == 0 && cap(v.Skills) > 0 {
+		// No "skills" key left the hinted slice untouched: nil, as without
+		// the hint ("skills": [] decodes to a new empty slice, null to nil).
+		v.Skills = nil
 	}
 	if v.AppliedVersion < 0 {
 		return Skills{}, fmt.Errorf("%w: skills report: applied_version %d is negative", ErrInvalid, v.AppliedVersion)
 	}
 	return v, nil
+}
+
+// maxSkillsHint bounds skillsHint, so a payload crafted with many "id"
+// strings cannot make the parser allocate more than a few KiB up front.
+const maxSkillsHint = 64
+
+// skillsHint guesses how many skills a skills payload lists: the number of
+// "id" strings in it (one per skill object), at most maxSkillsHint.
+func skillsHint(b []byte) int {
+	return min(bytes.Count(b, []byte(`"id"`)), maxSkillsHint)
 }
 
 // Encode marshals a payload and checks it against its limit, so that an

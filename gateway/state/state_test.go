@@ -2,7 +2,9 @@ package state_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +105,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if s, err := state.ParseSkills(b); err == nil && len(b) > 0 {
 			again(t, s, state.ParseSkills)
+			sameAsUnmarshal(t, b, s)
 		}
 		if v, err := state.ParseBirth(b); err == nil {
 			again(t, v, state.ParseBirth)
@@ -121,5 +124,74 @@ func again[T state.Birth | state.Connectivity | state.Skills](t *testing.T, v T,
 	}
 	if _, err := parse(b); err != nil {
 		t.Fatalf("accepted %+v but not its own encoding %s: %v", v, b, err)
+	}
+}
+
+// sameAsUnmarshal fails unless got is what encoding/json decodes b to in a
+// zero Skills, nil and empty slices told apart.
+func sameAsUnmarshal(t *testing.T, b []byte, got state.Skills) {
+	t.Helper()
+	var want state.Skills
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatalf("ParseSkills accepted %s, encoding/json refuses it: %v", b, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseSkills(%s) = %#v, encoding/json gives %#v", b, got, want)
+	}
+}
+
+// TestParseSkillsSizedTable: ParseSkills sizes the skill table from a hint
+// (the "id" strings it counts) and decodes exactly what encoding/json does
+// into a zero value, whether the hint is right, too high, too low or
+// absent, and whether "skills" is missing, empty or null.
+func TestParseSkillsSizedTable(t *testing.T) {
+	var many strings.Builder
+	many.WriteString(`{"skills":[`)
+	for i := range 100 { // more than the hint's bound
+		if i > 0 {
+			many.WriteByte(',')
+		}
+		many.WriteString(`{"id":"s` + strings.Repeat("x", i%7) + `","state":"loaded"}`)
+	}
+	many.WriteString(`]}`)
+	for _, p := range []string{
+		`{"applied_version":3}`,
+		`{"applied_version":3,"manifest_digest":"\"id\" \"id\""}`, // a hint with no skills
+		`{"skills":[]}`,
+		`{"skills":null}`,
+		`{"skills":[],"training":{"status":"\"id\""}}`,
+		`{"skills":[{"id":"a","state":"loaded","waiting_for":[],"requirements":["internet"]}]}`,
+		`{"skills":[{"ID":"a"},{"Id":"b"},{"id":"c"}]}`, // keys matched without case: a hint too low
+		`{"skills":[{"id":"a","error":"\"id\" \"id\" \"id\""}]}`,
+		`{"skills":[{"id":"a"}],"skills":[]}`,
+		`{"skills":[{"id":"a"},{"id":"b"}],"skills":null}`,
+		many.String(),
+	} {
+		got, err := state.ParseSkills([]byte(p))
+		if err != nil {
+			t.Fatalf("ParseSkills(%s): %v", p, err)
+		}
+		sameAsUnmarshal(t, []byte(p), got)
+	}
+}
+
+// BenchmarkParseSkills parses a report of six loaded skills, what each
+// simulated device of `chorus bench fleet` sends after an install.
+func BenchmarkParseSkills(b *testing.B) {
+	at := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	r := state.Skills{AppliedVersion: 2, UpdatedAt: at}
+	for _, id := range []string{"a.chorus", "b.chorus", "c.chorus", "d.chorus", "e.chorus", "bench.rollout"} {
+		r.Skills = append(r.Skills, state.Skill{ID: id, Version: "1.0.0", State: state.Loaded, Active: true,
+			WaitingFor: []string{}, Requirements: []string{}, Since: at})
+	}
+	payload, err := state.Encode(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := state.ParseSkills(payload); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
