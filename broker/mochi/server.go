@@ -1135,11 +1135,19 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 	}
 
 	if len(sub.Identifiers) > 0 { // [MQTT-3.3.4-3]
-		out.Properties.SubscriptionIdentifier = []int{}
+		// Only identifiers above 0: a filter subscribed without one is
+		// merged in as 0, which Properties.Encode never writes, and a
+		// slice of zeros allocated and sorted for every delivery (the
+		// common case, one subscription without an identifier) said
+		// nothing on the wire.
+		var ids []int
 		for _, id := range sub.Identifiers {
-			out.Properties.SubscriptionIdentifier = append(out.Properties.SubscriptionIdentifier, id) // [MQTT-3.3.4-4] ![MQTT-3.3.4-5]
+			if id > 0 {
+				ids = append(ids, id) // [MQTT-3.3.4-4] ![MQTT-3.3.4-5]
+			}
 		}
-		sort.Ints(out.Properties.SubscriptionIdentifier)
+		sort.Ints(ids)
+		out.Properties.SubscriptionIdentifier = ids
 	}
 
 	if out.FixedHeader.Qos > sub.Qos {

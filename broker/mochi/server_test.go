@@ -2884,7 +2884,11 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
 		require.NoError(t, err)
 
-		time.Sleep(time.Millisecond)
+		// The retained message is queued and written by a drain goroutine;
+		// closing after a fixed millisecond lost it on a loaded machine.
+		for atomic.LoadInt32(&cl.State.outboundQty) > 0 {
+			time.Sleep(time.Millisecond)
+		}
 		_ = w.Close()
 	}()
 
@@ -4087,4 +4091,26 @@ func TestServerProcessPublishSysTopicAcked(t *testing.T) {
 	require.NoError(t, ack.PubackDecode(buf[2:]))
 	require.Equal(t, pk.PacketID, ack.PacketID)
 	require.Equal(t, packets.ErrNotAuthorized.Code, ack.ReasonCode)
+}
+
+// TestPublishToClientIdentifiersAboveZero: a delivery carries the
+// subscription identifiers above 0 of the subscriptions it matched, sorted;
+// a subscription without one (merged in as 0, which is never encoded) adds
+// none, so the common delivery allocates no identifier slice.
+func TestPublishToClientIdentifiersAboveZero(t *testing.T) {
+	s := newServer()
+	cl, _, _ := newTestClient()
+	cl.Properties.ProtocolVersion = 5
+	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
+
+	sub := packets.Subscription{Filter: "a/b/c"}
+	out, err := s.publishToClient(cl, sub.Merge(sub), pk)
+	require.NoError(t, err)
+	require.Nil(t, out.Properties.SubscriptionIdentifier)
+
+	sub = packets.Subscription{Filter: "a/b/+", Identifier: 7}
+	merged := sub.Merge(sub).Merge(packets.Subscription{Filter: "a/#", Identifier: 3}).Merge(packets.Subscription{Filter: "a/b/c"})
+	out, err = s.publishToClient(cl, merged, pk)
+	require.NoError(t, err)
+	require.Equal(t, []int{3, 7}, out.Properties.SubscriptionIdentifier)
 }
