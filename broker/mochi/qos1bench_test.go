@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -167,4 +169,12 @@ func BenchmarkQos1FanOut1(b *testing.B) {
 		}(c, n)
 	}
 	wg.Wait()
+	b.StopTimer()
+	// Every delivery was acknowledged: nothing is left in flight.
+	for deadline := time.Now().Add(10 * time.Second); atomic.LoadInt64(&s.Info.Inflight) > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := atomic.LoadInt64(&s.Info.Inflight); n != 0 {
+		b.Errorf("%d messages left in flight", n)
+	}
 }
