@@ -1734,8 +1734,10 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 				require.Equal(t, tx.expectReponse, buf)
 			}
 
-			require.Equal(t, tx.expectDisconnect, cl.Closed())
+			// Once processPublish has returned: Stop closes the connection
+			// (ending ReadAll) before it marks the client closed.
 			wg.Wait()
+			require.Equal(t, tx.expectDisconnect, cl.Closed())
 		})
 	}
 }
