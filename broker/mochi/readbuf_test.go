@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,9 +28,15 @@ func TestPacketReaderHoldsABufferOnlyWhileBytesWait(t *testing.T) {
 			holding: []bool{false},
 		},
 		{
-			name:    "two packets in one write: the buffer stays for the second",
+			name:    "two short packets in one write: both read from the reader's own bytes, no buffer",
 			stream:  [][]byte{{0x30, 1, 'a', 0x30, 2, 'b', 'c'}},
 			packets: [][]byte{[]byte("a"), []byte("bc")},
+			holding: []bool{false, false},
+		},
+		{
+			name:    "two packets in one write, past the reader's own bytes: the buffer stays for the second",
+			stream:  [][]byte{append(append([]byte{0x30, 14}, bytes.Repeat([]byte{'a'}, 14)...), 0x30, 2, 'b', 'c')},
+			packets: [][]byte{bytes.Repeat([]byte{'a'}, 14), []byte("bc")},
 			holding: []bool{true, false},
 		},
 		{
@@ -70,10 +77,14 @@ func TestPacketReaderHoldsABufferOnlyWhileBytesWait(t *testing.T) {
 }
 
 // writes returns its chunks one per Read call (as a socket returns what
-// one write sent), then io.EOF.
-type writes struct{ chunks [][]byte }
+// one write sent), then io.EOF; calls counts the Read calls.
+type writes struct {
+	chunks [][]byte
+	calls  int
+}
 
 func (w *writes) Read(p []byte) (int, error) {
+	w.calls++
 	if len(w.chunks) == 0 {
 		return 0, io.EOF
 	}
@@ -83,4 +94,34 @@ func (w *writes) Read(p []byte) (int, error) {
 		w.chunks = w.chunks[1:]
 	}
 	return n, nil
+}
+
+// TestPacketReaderReadsAShortPacketInOneCall: a PUBACK (4 bytes) that
+// arrives while the reader waits is read whole by the call that ends the
+// wait, without a buffer; a longer packet takes a second call, through a
+// buffer it gives back.
+func TestPacketReaderReadsAShortPacketInOneCall(t *testing.T) {
+	long := append([]byte{0x30, 30}, bytes.Repeat([]byte{'x'}, 30)...)
+	w := &writes{chunks: [][]byte{{0x40, 2, 0, 7}, long}}
+	r := newPacketReader(w, newReadBufferPool(64))
+	for i, want := range [][]byte{{0, 7}, long[2:]} {
+		_, err := r.ReadByte()
+		require.NoError(t, err)
+		n, err := r.ReadByte()
+		require.NoError(t, err)
+		got := make([]byte, n)
+		_, err = io.ReadFull(r, got)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "packet %d", i)
+		r.release()
+		require.Nil(t, r.br, "packet %d: holding a buffer", i)
+		require.Equal(t, 1+i*2, w.calls, "packet %d: read calls so far", i)
+	}
+}
+
+// TestPacketReaderSize: the reader's own bytes fit in the 48-byte size
+// class that v2.7.9's one-byte array already took, so a connection costs
+// no more for them.
+func TestPacketReaderSize(t *testing.T) {
+	require.LessOrEqual(t, int(unsafe.Sizeof(packetReader{})), 48)
 }

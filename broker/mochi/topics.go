@@ -290,6 +290,19 @@ func (s *Subscriptions) GetAll() map[string]packets.Subscription {
 	return m
 }
 
+// each calls f with every subscription, under the read lock. It is GetAll
+// without the copy: v2.7.9 matched a topic's subscribers by copying every
+// matching particle's map (GetAll), one map per particle per message
+// published (13 % of the bytes BenchmarkQos1FanOut1 allocates). f must not
+// change s, nor keep sub.
+func (s *Subscriptions) each(f func(id string, sub *packets.Subscription)) {
+	s.RLock()
+	defer s.RUnlock()
+	for k, v := range s.internal {
+		f(k, v)
+	}
+}
+
 // Get returns a subscriptions for a specific client or filter id.
 func (s *Subscriptions) Get(id string) (val packets.Subscription, ok bool) {
 	s.RLock()
@@ -682,18 +695,18 @@ func (x *TopicsIndex) gatherSubscriptions(topic string, particle *particle, subs
 		subs.Subscriptions = map[string]packets.Subscription{}
 	}
 
-	for client, sub := range particle.subs().subscriptions.GetAll() {
+	particle.subs().subscriptions.each(func(client string, sub *packets.Subscription) {
 		if len(sub.Filter) > 0 && topic[0] == '$' && (sub.Filter[0] == '+' || sub.Filter[0] == '#') { // don't match $ topics with top level wildcards [MQTT-4.7.1-1] [MQTT-4.7.1-2]
-			continue
+			return
 		}
 
 		cls, ok := subs.Subscriptions[client]
 		if !ok {
-			cls = sub
+			cls = *sub
 		}
 
-		subs.Subscriptions[client] = cls.Merge(sub)
-	}
+		subs.Subscriptions[client] = cls.Merge(*sub)
+	})
 }
 
 // gatherSharedSubscriptions gathers all shared subscriptions for a particle.

@@ -170,33 +170,33 @@ var (
 )
 
 func init() {
-	validPacketProperties[PropPayloadFormat][Reserved] = 1
-	validPacketProperties[PropMessageExpiryInterval][Reserved] = 1
-	validPacketProperties[PropContentType][Reserved] = 1
-	validPacketProperties[PropResponseTopic][Reserved] = 1
-	validPacketProperties[PropCorrelationData][Reserved] = 1
-	validPacketProperties[PropSubscriptionIdentifier][Reserved] = 1
-	validPacketProperties[PropSessionExpiryInterval][Reserved] = 1
-	validPacketProperties[PropAssignedClientID][Reserved] = 1
-	validPacketProperties[PropServerKeepAlive][Reserved] = 1
-	validPacketProperties[PropAuthenticationMethod][Reserved] = 1
-	validPacketProperties[PropAuthenticationData][Reserved] = 1
-	validPacketProperties[PropRequestProblemInfo][Reserved] = 1
-	validPacketProperties[PropWillDelayInterval][Reserved] = 1
-	validPacketProperties[PropRequestResponseInfo][Reserved] = 1
-	validPacketProperties[PropResponseInfo][Reserved] = 1
-	validPacketProperties[PropServerReference][Reserved] = 1
-	validPacketProperties[PropReasonString][Reserved] = 1
-	validPacketProperties[PropReceiveMaximum][Reserved] = 1
-	validPacketProperties[PropTopicAliasMaximum][Reserved] = 1
-	validPacketProperties[PropTopicAlias][Reserved] = 1
-	validPacketProperties[PropMaximumQos][Reserved] = 1
-	validPacketProperties[PropRetainAvailable][Reserved] = 1
-	validPacketProperties[PropUser][Reserved] = 1
-	validPacketProperties[PropMaximumPacketSize][Reserved] = 1
-	validPacketProperties[PropWildcardSubAvailable][Reserved] = 1
-	validPacketProperties[PropSubIDAvailable][Reserved] = 1
-	validPacketProperties[PropSharedSubAvailable][Reserved] = 1
+	validPacketProperties[PropPayloadFormat] |= packetBit(Reserved)
+	validPacketProperties[PropMessageExpiryInterval] |= packetBit(Reserved)
+	validPacketProperties[PropContentType] |= packetBit(Reserved)
+	validPacketProperties[PropResponseTopic] |= packetBit(Reserved)
+	validPacketProperties[PropCorrelationData] |= packetBit(Reserved)
+	validPacketProperties[PropSubscriptionIdentifier] |= packetBit(Reserved)
+	validPacketProperties[PropSessionExpiryInterval] |= packetBit(Reserved)
+	validPacketProperties[PropAssignedClientID] |= packetBit(Reserved)
+	validPacketProperties[PropServerKeepAlive] |= packetBit(Reserved)
+	validPacketProperties[PropAuthenticationMethod] |= packetBit(Reserved)
+	validPacketProperties[PropAuthenticationData] |= packetBit(Reserved)
+	validPacketProperties[PropRequestProblemInfo] |= packetBit(Reserved)
+	validPacketProperties[PropWillDelayInterval] |= packetBit(Reserved)
+	validPacketProperties[PropRequestResponseInfo] |= packetBit(Reserved)
+	validPacketProperties[PropResponseInfo] |= packetBit(Reserved)
+	validPacketProperties[PropServerReference] |= packetBit(Reserved)
+	validPacketProperties[PropReasonString] |= packetBit(Reserved)
+	validPacketProperties[PropReceiveMaximum] |= packetBit(Reserved)
+	validPacketProperties[PropTopicAliasMaximum] |= packetBit(Reserved)
+	validPacketProperties[PropTopicAlias] |= packetBit(Reserved)
+	validPacketProperties[PropMaximumQos] |= packetBit(Reserved)
+	validPacketProperties[PropRetainAvailable] |= packetBit(Reserved)
+	validPacketProperties[PropUser] |= packetBit(Reserved)
+	validPacketProperties[PropMaximumPacketSize] |= packetBit(Reserved)
+	validPacketProperties[PropWildcardSubAvailable] |= packetBit(Reserved)
+	validPacketProperties[PropSubIDAvailable] |= packetBit(Reserved)
+	validPacketProperties[PropSharedSubAvailable] |= packetBit(Reserved)
 }
 
 func TestEncodeProperties(t *testing.T) {
@@ -330,4 +330,65 @@ func TestCopyPropertiesNoTransfer(t *testing.T) {
 
 	// Properties which should never be transferred from one connection to another
 	require.Equal(t, uint16(0), pkB.TopicAlias)
+}
+
+// v279PacketProperties is v2.7.9's table of the packet types each property
+// is valid in, as it was written (a map of maps).
+var v279PacketProperties = map[byte]map[byte]byte{
+	PropPayloadFormat:          {Publish: 1, WillProperties: 1},
+	PropMessageExpiryInterval:  {Publish: 1, WillProperties: 1},
+	PropContentType:            {Publish: 1, WillProperties: 1},
+	PropResponseTopic:          {Publish: 1, WillProperties: 1},
+	PropCorrelationData:        {Publish: 1, WillProperties: 1},
+	PropSubscriptionIdentifier: {Publish: 1, Subscribe: 1},
+	PropSessionExpiryInterval:  {Connect: 1, Connack: 1, Disconnect: 1},
+	PropAssignedClientID:       {Connack: 1},
+	PropServerKeepAlive:        {Connack: 1},
+	PropAuthenticationMethod:   {Connect: 1, Connack: 1, Auth: 1},
+	PropAuthenticationData:     {Connect: 1, Connack: 1, Auth: 1},
+	PropRequestProblemInfo:     {Connect: 1},
+	PropWillDelayInterval:      {WillProperties: 1},
+	PropRequestResponseInfo:    {Connect: 1},
+	PropResponseInfo:           {Connack: 1},
+	PropServerReference:        {Connack: 1, Disconnect: 1},
+	PropReasonString:           {Connack: 1, Puback: 1, Pubrec: 1, Pubrel: 1, Pubcomp: 1, Suback: 1, Unsuback: 1, Disconnect: 1, Auth: 1},
+	PropReceiveMaximum:         {Connect: 1, Connack: 1},
+	PropTopicAliasMaximum:      {Connect: 1, Connack: 1},
+	PropTopicAlias:             {Publish: 1},
+	PropMaximumQos:             {Connack: 1},
+	PropRetainAvailable:        {Connack: 1},
+	PropUser:                   {Connect: 1, Connack: 1, Publish: 1, Puback: 1, Pubrec: 1, Pubrel: 1, Pubcomp: 1, Subscribe: 1, Suback: 1, Unsubscribe: 1, Unsuback: 1, Disconnect: 1, Auth: 1, WillProperties: 1},
+	PropMaximumPacketSize:      {Connect: 1, Connack: 1},
+	PropWildcardSubAvailable:   {Connack: 1},
+	PropSubIDAvailable:         {Connack: 1},
+	PropSharedSubAvailable:     {Connack: 1},
+}
+
+// TestValidPacketPropertiesAsInV279 checks that the array that replaced the
+// map of maps answers as the map did for every property identifier and
+// packet type (the Reserved entries init adds for these tests aside).
+func TestValidPacketPropertiesAsInV279(t *testing.T) {
+	for k := 0; k < 256; k++ {
+		for _, pkt := range []byte{Reserved, Connect, Connack, Publish, Puback, Pubrec, Pubrel, Pubcomp, Subscribe,
+			Suback, Unsubscribe, Unsuback, Pingreq, Pingresp, Disconnect, Auth, WillProperties, 16, 98, 100, 255} {
+			_, want := v279PacketProperties[byte(k)][pkt]
+			if pkt == Reserved {
+				want = want || v279PacketProperties[byte(k)] != nil
+			}
+			require.Equal(t, want, validPacketProperties.valid(byte(k), pkt), "property %d, packet type %d", k, pkt)
+		}
+	}
+}
+
+func BenchmarkPublishEncode(b *testing.B) {
+	pk := Packet{FixedHeader: FixedHeader{Type: Publish, Qos: 1}, ProtocolVersion: 5, PacketID: 7,
+		TopicName: "chorus/v1/benchdev/bus/bench", Payload: make([]byte, 64)}
+	buf := new(bytes.Buffer)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		if err := pk.PublishEncode(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
