@@ -170,6 +170,16 @@ func (a *app) printFleet(rep *fleetbench.Report, jsonOut bool) error {
 	for k, v := range rep.Gateway {
 		fmt.Fprintf(w, "gateway %s\t%v\n", k, v)
 	}
+	if pk := rep.GoMemoryPeak; pk != nil {
+		for _, m := range []struct {
+			name string
+			at   fleetbench.PeakAt
+		}{{"heap in use", pk.HeapInuse}, {"stacks", pk.Stacks}, {"runtime total", pk.Total}, {"runtime total - released", pk.Resident}} {
+			fmt.Fprintf(w, "gateway go peak %s\t%.0f MiB, %.0f ms after %s (heap objects %.0f, live at last GC %.0f, unused %.0f, free %.0f, stacks %.0f MiB)\n",
+				m.name, m.at.MiB, m.at.AfterPhaseMs, m.at.Phase, m.at.Breakdown.HeapObjects, m.at.Breakdown.HeapLive,
+				m.at.Breakdown.HeapUnused, m.at.Breakdown.HeapFree, m.at.Breakdown.Stacks)
+		}
+	}
 	for k, v := range rep.Enrol {
 		fmt.Fprintf(w, "enrol %s\t%v\n", k, v)
 	}

@@ -103,7 +103,8 @@ type Report struct {
 	Phases        []PhaseResult             `json:"phases"`
 	Broker        map[string]any            `json:"broker,omitempty"`
 	Gateway       map[string]any            `json:"gateway_process,omitempty"`
-	GoMemory      map[string]GoMem          `json:"gateway_go_memory,omitempty"` // phase → runtime.MemStats summary
+	GoMemory      map[string]GoMem          `json:"gateway_go_memory,omitempty"`      // phase → runtime.MemStats summary
+	GoMemoryPeak  *GoMemPeak                `json:"gateway_go_memory_peak,omitempty"` // maxima sampled between the phases
 	DeviceSide    map[string]any            `json:"device_side"`
 	SQLite        map[string]any            `json:"sqlite,omitempty"`
 	Errors        Errors                    `json:"device_errors"`
@@ -187,7 +188,16 @@ func (b *bench) inProcess(ctx context.Context) error {
 		rep.Enrol["api_ms_per_device"] = ms(time.Since(t1)) / float64(sample)
 	}
 	rep.Broker = map[string]any{"max_client_writes_pending": gc.Broker.MaxWritesPending, "max_inflight": gc.Broker.MaxInflight}
+	// The peak sampler runs from here to the end of the run: the rollouts'
+	// peak falls between the phase boundaries below.
+	peak := startPeakSampler(cfg.HeapProfile)
+	defer func() {
+		pk, errs := peak.stop()
+		rep.GoMemoryPeak = &pk
+		rep.Notes = append(rep.Notes, errs...)
+	}()
 	phase := func(name string) {
+		peak.setPhase(name)
 		rep.statsByPhase[name] = g.Broker().Stats()
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
