@@ -111,7 +111,7 @@ var peakMetrics = []string{
 	"/gc/heap/live:bytes",
 	"/gc/heap/goal:bytes",
 	"/sched/goroutines:goroutines",
-	"/gc/cycles/total:gc-cycle",
+	"/gc/cycles/total:gc-cycles",
 }
 
 // peakSampler reads peakMetrics every PeakInterval until stopped and keeps
