@@ -45,6 +45,12 @@ func TestBenchFleetSmoke(t *testing.T) {
 		Errors  map[string]int64   `json:"device_errors"`
 		Enrol   map[string]float64 `json:"enrol"`
 		Load    string             `json:"machine_load"`
+		Peak    *struct {
+			HeapInuse struct {
+				MiB   float64 `json:"mib"`
+				Phase string  `json:"after_phase"`
+			} `json:"heap_inuse"`
+		} `json:"gateway_go_memory_peak"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
@@ -73,6 +79,9 @@ func TestBenchFleetSmoke(t *testing.T) {
 	}
 	if rep.SQLite["writes"] == nil || rep.Enrol["api_enrolled"] != 5 {
 		t.Errorf("sqlite %v, enrol %v", rep.SQLite, rep.Enrol)
+	}
+	if rep.Peak == nil || rep.Peak.HeapInuse.MiB <= 0 || rep.Peak.HeapInuse.Phase == "" {
+		t.Errorf("gateway_go_memory_peak %+v, want the sampled maximum of heap in use and its phase", rep.Peak)
 	}
 	if rep.Load == "" || rep.Load == "n/a" {
 		t.Errorf("machine_load %q, want /proc/loadavg's figures", rep.Load)
