@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -31,7 +32,12 @@ type session struct {
 // rate bucket and the live connections counted against RoleLimits.Connections.
 type accountState struct {
 	bucket *bucket // nil: the role has no rate limit
-	conns  map[*mqtt.Client]struct{}
+	// conns holds each live connection once. A slice, not a set: a device
+	// account has one or two connections, and a map of one cost a 48-byte
+	// header and an 80-byte slot group per account (accounts.join 1.5 MB at
+	// 10,000 devices) where a slice of one is 8 bytes. join already walks
+	// every connection, so leave walking them too changes no order of cost.
+	conns []*mqtt.Client
 }
 
 // accounts tracks the state of every account with a live connection, or
@@ -51,14 +57,14 @@ func (as *accounts) join(username string, cl *mqtt.Client, id string, limit int,
 	defer as.mu.Unlock()
 	st, ok := as.byName[username]
 	if !ok {
-		st = &accountState{bucket: newBucket(), conns: make(map[*mqtt.Client]struct{})}
+		st = &accountState{bucket: newBucket()}
 		as.byName[username] = st
 	}
-	live := 0
-	for c := range st.conns {
-		if c.Closed() {
-			delete(st.conns, c)
-			continue
+	st.dropClosed()
+	live, joined := 0, false
+	for _, c := range st.conns {
+		if c == cl {
+			joined = true
 		}
 		if c.ID != id {
 			live++
@@ -67,7 +73,9 @@ func (as *accounts) join(username string, cl *mqtt.Client, id string, limit int,
 	if limit >= 0 && live >= limit {
 		return nil, live, false
 	}
-	st.conns[cl] = struct{}{}
+	if !joined {
+		st.conns = append(st.conns, cl)
+	}
 	return st, live, true
 }
 
@@ -76,7 +84,18 @@ func (as *accounts) leave(username string, cl *mqtt.Client) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if st, ok := as.byName[username]; ok {
-		delete(st.conns, cl)
+		st.conns = slices.DeleteFunc(st.conns, func(c *mqtt.Client) bool { return c == cl })
+		if len(st.conns) == 0 {
+			st.conns = nil // the backing array goes with the last connection
+		}
+	}
+}
+
+// dropClosed forgets the connections that closed without a disconnect event.
+func (st *accountState) dropClosed() {
+	st.conns = slices.DeleteFunc(st.conns, (*mqtt.Client).Closed)
+	if len(st.conns) == 0 {
+		st.conns = nil
 	}
 }
 
@@ -87,11 +106,7 @@ func (as *accounts) sweep(now time.Time) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	for name, st := range as.byName {
-		for c := range st.conns {
-			if c.Closed() {
-				delete(st.conns, c)
-			}
-		}
+		st.dropClosed()
 		if len(st.conns) == 0 && (st.bucket == nil || st.bucket.full(now)) {
 			delete(as.byName, name)
 		}

@@ -13,7 +13,7 @@ func (as *accounts) live(username string) int {
 		return 0
 	}
 	n := 0
-	for c := range st.conns {
+	for _, c := range st.conns {
 		if !c.Closed() {
 			n++
 		}

@@ -34,8 +34,7 @@ func NewTopicAliases(topicAliasMaximum uint16) TopicAliases {
 // NewInboundTopicAliases returns a pointer to InboundTopicAliases.
 func NewInboundTopicAliases(topicAliasMaximum uint16) *InboundTopicAliases {
 	return &InboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[uint16]string{},
+		maximum: topicAliasMaximum, // internal is made by the first alias set
 	}
 }
 
@@ -59,6 +58,9 @@ func (a *InboundTopicAliases) Set(id uint16, topic string) string {
 		return existing
 	}
 
+	if a.internal == nil {
+		a.internal = map[uint16]string{}
+	}
 	a.internal[id] = topic
 	return topic
 }
@@ -74,8 +76,7 @@ type OutboundTopicAliases struct {
 // NewOutboundTopicAliases returns a pointer to OutboundTopicAliases.
 func NewOutboundTopicAliases(topicAliasMaximum uint16) *OutboundTopicAliases {
 	return &OutboundTopicAliases{
-		maximum:  topicAliasMaximum,
-		internal: map[string]uint16{},
+		maximum: topicAliasMaximum, // internal is made by the first alias assigned
 	}
 }
 
@@ -99,6 +100,9 @@ func (a *OutboundTopicAliases) Set(topic string) (uint16, bool) {
 		return 0, false
 	}
 
+	if a.internal == nil {
+		a.internal = map[string]uint16{}
+	}
 	a.internal[topic] = uint16(i) + 1
 	atomic.StoreUint32(&a.cursor, i+1)
 	return uint16(i) + 1, false
