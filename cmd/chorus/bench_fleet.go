@@ -108,6 +108,7 @@ func (a *app) newBenchFleetCmd() *cobra.Command {
 	fl.StringVar(&f.installProfile, "install-cpuprofile", "", "write a CPU profile of the gateway process during the install rollout only, from its creation to its end (not with --cpuprofile)")
 	fl.StringVar(&f.devCPUProfile, "devices-cpuprofile", "", "write a CPU profile of the simulated devices' child process (go tool pprof)")
 	fl.StringVar(&f.cfg.HeapProfile, "heapprofile", "", "write heap profiles of the gateway process to PREFIX.<phase>.pb.gz at every phase boundary (go tool pprof)")
+	fl.StringVar(&f.cfg.PeakHeapProfile, "peak-heapprofile", "", "write PREFIX.peak.pb.gz, a heap profile of the gateway after the run's highest heap (written during the rollouts, so it adds to their CPU and times)")
 	fl.StringVar(&f.cfg.Server, "server", "", "target a running gateway's HTTP URL instead of starting one (needs --token and --mqtt-url)")
 	fl.StringVar(&f.cfg.Token, "token", "", "operator token of --server")
 	fl.StringVar(&f.cfg.MQTTURL, "mqtt-url", "", "broker of --server, mqtt://host:port")
