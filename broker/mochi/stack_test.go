@@ -32,39 +32,12 @@ func TestIdleConnectionStacksShrink(t *testing.T) {
 	s := New(&Options{Logger: logger})
 	require.NoError(t, s.AddHook(new(AllowHook), nil))
 	require.NoError(t, s.Serve())
-	defer s.Close()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	}()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = s.EstablishConnection("t", c)
-			}()
-		}
-	}()
+	t.Cleanup(func() { _ = s.Close() }) // after serveLoopback's: its clients go first
+	dial := serveLoopback(t, s)
 
 	before := stackBytes()
 	for i := 0; i < clients; i++ {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		conns = append(conns, c)
-		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+		c := dial()
 		exerciseClient(t, c, "c"+strconv.Itoa(i))
 	}
 
@@ -164,40 +137,14 @@ func TestPacketHandlingStaysWithin16KiBStacks(t *testing.T) {
 	s.Topics.Retained.CompressPayloadsAbove(1024)
 	require.NoError(t, s.AddHook(new(AllowHook), nil))
 	require.NoError(t, s.Serve())
-	defer s.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	}()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = s.EstablishConnection("t", c)
-			}()
-		}
-	}()
+	t.Cleanup(func() { _ = s.Close() }) // after serveLoopback's: its clients go first
+	dial := serveLoopback(t, s)
 
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	payload := []byte(`{"skills":[` + strings.Repeat(`{"id":"skill-x","version":"1.2.3","state":"running"},`, 40) + `{}]}`)
 	before := stackBytes()
 	for i := 0; i < clients; i++ {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		conns = append(conns, c)
-		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+		c := dial()
 		id := "c" + strconv.Itoa(i)
 		steps := []packets.Packet{
 			{FixedHeader: packets.FixedHeader{Type: packets.Connect}, ProtocolVersion: 4,
@@ -211,6 +158,7 @@ func TestPacketHandlingStaysWithin16KiBStacks(t *testing.T) {
 		wantBack := []byte{packets.Connack, packets.Suback, 0, packets.Pingresp}
 		for j, pk := range steps {
 			var buf bytes.Buffer
+			var err error
 			switch pk.FixedHeader.Type {
 			case packets.Connect:
 				err = pk.ConnectEncode(&buf)
@@ -239,4 +187,45 @@ func TestPacketHandlingStaysWithin16KiBStacks(t *testing.T) {
 	}
 	require.LessOrEqualf(t, perClient, limit,
 		"stack bytes per connection after a wildcard subscription and a retained publish (16 KiB stacks, 32 under -race; 64 KiB before processPacket's and scanMessages' frames were trimmed)")
+}
+
+// serveLoopback serves s's connections from a loopback listener until the
+// test ends, and returns a dialer of client connections (each with a 20 s
+// deadline), all closed, and their handlers waited for, at the test's end.
+// Register s.Close with t.Cleanup before calling it: cleanups run last in,
+// first out, and a server closed while its clients' sockets are open waits
+// for them to go.
+func serveLoopback(t *testing.T, s *Server) (dial func() net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	t.Cleanup(func() {
+		_ = ln.Close()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		wg.Wait()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = s.EstablishConnection("t", c)
+			}()
+		}
+	}()
+	return func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		conns = append(conns, c)
+		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+		return c
+	}
 }
