@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"reflect"
@@ -60,15 +61,7 @@ func TestDesiredCacheRefusesStaleReads(t *testing.T) {
 
 // TestDesiredForFillsTheCache: DesiredFor keeps what it returns.
 func TestDesiredForFillsTheCache(t *testing.T) {
-	db, err := Open(t.TempDir()+"/fleet.db", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := t.Context()
-	if err := db.CreateDevice(ctx, &fleet.Device{ID: "pi1", SecretHash: "x", SkillKey: make([]byte, 32)}); err != nil {
-		t.Fatal(err)
-	}
+	db, ctx := openWithPi1(t)
 	want, err := db.DesiredFor(ctx, "pi1")
 	if err != nil {
 		t.Fatal(err)
@@ -153,15 +146,7 @@ func TestDesiredCacheSharesOnlyEqualSkills(t *testing.T) {
 // stay; once an assignment names the skill, publishing drops them all
 // (PublishVersion).
 func TestPublishKeepsUnassignedDocuments(t *testing.T) {
-	db, err := Open(t.TempDir()+"/fleet.db", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := t.Context()
-	if err := db.CreateDevice(ctx, &fleet.Device{ID: "pi1", SecretHash: "x", SkillKey: make([]byte, 32)}); err != nil {
-		t.Fatal(err)
-	}
+	db, ctx := openWithPi1(t)
 	publish := func(version string) {
 		t.Helper()
 		h := sha256.Sum256([]byte(version))
@@ -196,4 +181,20 @@ func TestPublishKeepsUnassignedDocuments(t *testing.T) {
 	if d, err := db.DesiredFor(ctx, "pi1"); err != nil || d.Skills["weather"].Version != "2.0.0" {
 		t.Fatalf("pi1 desires %+v (%v), want weather 2.0.0", d, err)
 	}
+}
+
+// openWithPi1 opens a store in a temporary directory, closed at the test's
+// end, with one device, pi1.
+func openWithPi1(t *testing.T) (*DB, context.Context) {
+	t.Helper()
+	db, err := Open(t.TempDir()+"/fleet.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := t.Context()
+	if err := db.CreateDevice(ctx, &fleet.Device{ID: "pi1", SecretHash: "x", SkillKey: make([]byte, 32)}); err != nil {
+		t.Fatal(err)
+	}
+	return db, ctx
 }
