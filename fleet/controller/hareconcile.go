@@ -7,8 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
@@ -194,11 +192,11 @@ func (c *Controller) removeHA(id string) {
 			c.log.Warn("clear Home Assistant config", "topic", t, "error", err)
 		}
 	}
-	for _, skill := range slices.Sorted(maps.Keys(last.updates.bytes())) {
+	last.updates.each(func(skill, _ string) { // in key order
 		if err := c.publishUpdateState(id, skill, nil); err != nil {
 			c.log.Warn("clear update state", "device", id, "skill", skill, "error", err)
 		}
-	}
+	})
 }
 
 // haCatalogChanged reconciles every device after a publish: their update

@@ -104,13 +104,9 @@ type config struct {
 // topic level is an error, as is a skill listed twice). The payload is
 // deterministic: the same Input gives the same bytes.
 func Build(in Input) (string, []byte, error) {
-	t, err := topic.HADiscovery(prefixOr(in.Prefix), in.Device)
+	t, cmps, err := topicAndComponents(in)
 	if err != nil {
-		return "", nil, fmt.Errorf("discovery config: %w", err)
-	}
-	cmps, err := components(in)
-	if err != nil {
-		return "", nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
+		return "", nil, err
 	}
 	payload, err := build(in, cmps)
 	if err != nil {
@@ -127,13 +123,9 @@ func Build(in Input) (string, []byte, error) {
 // gateway's allocations in a 10,000-device install (docs/benchmarks.md,
 // issue 19, round five).
 func Replace(in Input, prev map[string]string) (t string, payload []byte, live map[string]string, err error) {
-	t, err = topic.HADiscovery(prefixOr(in.Prefix), in.Device)
+	t, cmps, err := topicAndComponents(in)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("discovery config: %w", err)
-	}
-	cmps, err := components(in)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
+		return "", nil, nil, err
 	}
 	live = make(map[string]string, len(cmps))
 	for k, c := range cmps {
@@ -149,6 +141,20 @@ func Replace(in Input, prev map[string]string) (t string, payload []byte, live m
 		return "", nil, nil, err
 	}
 	return t, payload, live, nil
+}
+
+// topicAndComponents is the discovery topic of in.Device and the live
+// components of its config, as Build and Replace start.
+func topicAndComponents(in Input) (string, map[string]component, error) {
+	t, err := topic.HADiscovery(prefixOr(in.Prefix), in.Device)
+	if err != nil {
+		return "", nil, fmt.Errorf("discovery config: %w", err)
+	}
+	cmps, err := components(in)
+	if err != nil {
+		return "", nil, fmt.Errorf("discovery config for %s: %w", in.Device, err)
+	}
+	return t, cmps, nil
 }
 
 // build encodes the config of in with its live components cmps (which it
