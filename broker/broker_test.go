@@ -272,6 +272,35 @@ func TestRetainedAndSessionSurviveRestart(t *testing.T) {
 	again.Expect(t, "chorus/v1/pi-1/bus/hello", wait)
 }
 
+// A large retained payload is held deflated with the configured dictionary
+// and delivered as published, and the dictionary never reaches the store: a
+// broker restarted with another dictionary (another version's samples)
+// delivers the same bytes.
+func TestRetainedLargePayloadWithDictionary(t *testing.T) {
+	dir := t.TempDir()
+	dev := brokertest.NewDevice(t, "pi-1")
+	op, opSecret := brokertest.NewOperator(t, "alice")
+	doc := []byte(`{"skills":[` + strings.Repeat(`{"id":"ovos-skill-weather.openvoiceos","state":"loaded","active":true},`, 40) + `{}]}`)
+	sample := []byte(`{"skills":[{"id":"ovos-skill-sample.openvoiceos","state":"waiting","active":false}]}`)
+	for i, dict := range [][]byte{sample, []byte(strings.Repeat("another version's samples ", 50))} {
+		b := brokertest.Start(t, broker.Config{DataDir: dir, RetainedDictionary: dict}, dev.Account, op)
+		if i == 0 {
+			pub := brokertest.MustConnect(t, b.Addr(), "pi-1", dev.Secret, brokertest.ConnectOptions{ClientID: "pi-1/pub"})
+			pub.Pub(t, "chorus/v1/pi-1/skills", doc, true)
+			pub.Close()
+		}
+		w := brokertest.MustConnect(t, b.Addr(), "operator:alice", opSecret, brokertest.ConnectOptions{ClientID: "op"})
+		w.Sub(t, "chorus/v1/pi-1/skills")
+		if m := w.Expect(t, "chorus/v1/pi-1/skills", wait); !m.Retain || !bytes.Equal(m.Payload, doc) {
+			t.Fatalf("start %d: retained = %.80q (%d bytes), want the %d bytes published", i, m.Payload, len(m.Payload), len(doc))
+		}
+		w.Close()
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Regression: mochi's default maximum message expiry (24 h) deletes every
 // retained message a day after it was stored. Retained state must not expire.
 func TestRetainedStateDoesNotExpire(t *testing.T) {

@@ -147,6 +147,13 @@ type Config struct {
 	Now func() time.Time
 
 	Logger *slog.Logger
+
+	// RetainedDictionary primes the deflate that holds large retained
+	// payloads (over 1 KiB) with sample documents of the shapes that are
+	// retained for every device, so each is held in little more than what
+	// differs from its sample (docs/broker.md). nil: deflate alone. Only
+	// its last 32 KiB count.
+	RetainedDictionary []byte
 }
 
 func (c *Config) setDefaults() {

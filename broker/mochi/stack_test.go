@@ -144,7 +144,7 @@ func stackBytes() int64 {
 func TestPacketHandlingStaysWithin16KiBStacks(t *testing.T) {
 	const clients = 100
 	s := New(&Options{Logger: logger})
-	s.Topics.Retained.CompressPayloadsAbove(1024)
+	s.Topics.Retained.CompressPayloadsAbove(1024, nil)
 	require.NoError(t, s.AddHook(new(AllowHook), nil))
 	require.NoError(t, s.Serve())
 	t.Cleanup(func() { _ = s.Close() }) // after serveLoopback's: its clients go first

@@ -187,6 +187,7 @@ func (m *Main) startBroker(ctx context.Context, accounts []broker.Account) error
 	if err != nil {
 		return err
 	}
+	bcfg.RetainedDictionary = retainedDictionary(m.cfg.Version)
 	m.broker, err = broker.Start(bcfg, table)
 	return err
 }

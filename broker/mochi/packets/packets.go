@@ -75,11 +75,15 @@ type Packets struct {
 // Get, GetAll and DeleteIf; a packet read back is the packet added. Call it
 // before the first Add. It trades CPU (tens of microseconds per large
 // payload added or read) for memory: a Home Assistant discovery document
-// of 4.7 KB, retained for every device, is held in about 1 KB.
-func (p *Packets) CompressPayloadsAbove(n int) {
+// of 4.7 KB, retained for every device, is held in about 1 KB. dict, when
+// not empty, is deflate's preset dictionary: sample payloads of the shapes
+// p will hold (only its last 32 KiB count), with which a document that
+// differs from a sample only in ids and names is held in a few hundred
+// bytes. p keeps its own copy; it cannot change once payloads are held.
+func (p *Packets) CompressPayloadsAbove(n int, dict []byte) {
 	p.Lock()
 	defer p.Unlock()
-	p.codec = newPayloadCodec(n)
+	p.codec = newPayloadCodec(n, dict)
 }
 
 // storedPacket is a Packet as Packets holds it: the same fields, but the
