@@ -51,7 +51,9 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 	}
 	cached, seq, ok := db.devices.get(id)
 	if ok {
-		return &cached, nil
+		d := cached.dev
+		d.Reported = db.reports.unpack(cached.reported) // outside the cache's lock
+		return &d, nil
 	}
 	var d *fleet.Device
 	err := db.read(ctx, func(tx *tx) (err error) {
@@ -59,7 +61,7 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 		return err
 	})
 	if err == nil {
-		db.devices.put(id, *d, seq, db.writes.Load()) // after the read (devicecache.go)
+		db.devices.put(id, db.rowOf(d), seq, db.writes.Load()) // after the read (devicecache.go)
 	}
 	return d, err
 }
@@ -216,8 +218,8 @@ func (db *DB) UpdatePresence(ctx context.Context, id string, p fleet.Presence) (
 		seen := encTime(orNow(p.At, tx))
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET online = ?, birth_session = ?, last_seen = ? WHERE id = ?`,
 			p.Online, int64(p.Session), seen, id)
-		tx.deviceChanged(id, func(d *fleet.Device) {
-			d.Online, d.BirthSession, d.LastSeen = p.Online, p.Session, decTime(seen)
+		tx.deviceChanged(id, func(r *deviceRow) {
+			r.dev.Online, r.dev.BirthSession, r.dev.LastSeen = p.Online, p.Session, decTime(seen)
 		})
 		return err
 	})
@@ -230,8 +232,8 @@ func (db *DB) UpdateBirth(ctx context.Context, id string, b fleet.Birth) (bool, 
 		seen := encTime(orNow(b.At, tx))
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET birth_session = ?, agent_version = ?, last_seen = ? WHERE id = ?`,
 			int64(b.Session), b.AgentVersion, seen, id)
-		tx.deviceChanged(id, func(d *fleet.Device) {
-			d.BirthSession, d.AgentVersion, d.LastSeen = b.Session, b.AgentVersion, decTime(seen)
+		tx.deviceChanged(id, func(r *deviceRow) {
+			r.dev.BirthSession, r.dev.AgentVersion, r.dev.LastSeen = b.Session, b.AgentVersion, decTime(seen)
 		})
 		return err
 	})
@@ -275,7 +277,18 @@ func (db *DB) updateState(ctx context.Context, u fleet.StateUpdate) error {
 	if err := validUpdate(u); err != nil {
 		return err
 	}
-	return db.write(ctx, func(tx *tx) error { return storeState(ctx, tx, u) })
+	packed := db.packReport(u)
+	return db.write(ctx, func(tx *tx) error { return storeState(ctx, tx, u, packed) })
+}
+
+// packReport returns u's skills report packed for the row cache
+// (packedjson.go), nil for a connectivity update. It runs before the write
+// transaction, so the single writer is not held while it deflates.
+func (db *DB) packReport(u fleet.StateUpdate) packedJSON {
+	if !u.Reported {
+		return nil
+	}
+	return db.reports.pack(u.Payload)
 }
 
 // UpdateStates stores a batch of reports and connectivity payloads in one
@@ -296,12 +309,18 @@ func (db *DB) UpdateStates(ctx context.Context, updates []fleet.StateUpdate) ([]
 	if valid == 0 {
 		return out, nil
 	}
+	packed := make([]packedJSON, len(updates))
+	for i, u := range updates {
+		if out[i] == nil {
+			packed[i] = db.packReport(u)
+		}
+	}
 	err := db.write(ctx, func(tx *tx) error {
 		for i, u := range updates {
 			if out[i] != nil {
 				continue
 			}
-			err := storeState(ctx, tx, u)
+			err := storeState(ctx, tx, u, packed[i])
 			switch fleet.ErrorCode(err) {
 			case "":
 			case fleet.ENOTFOUND:
@@ -332,8 +351,9 @@ func validUpdate(u fleet.StateUpdate) error {
 }
 
 // storeState writes one validated update in tx. Its UPDATE is its only
-// statement, so one that finds no device wrote nothing.
-func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate) error {
+// statement, so one that finds no device wrote nothing. A skills report's
+// cached row takes packed, db.packReport's form of u.Payload.
+func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate, packed packedJSON) error {
 	var (
 		res sql.Result
 		err error
@@ -341,10 +361,10 @@ func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate) error {
 	if u.Reported {
 		res, err = tx.ExecContext(ctx, `UPDATE devices SET reported = ?, applied_version = ? WHERE id = ?`,
 			nullJSON(u.Payload), u.AppliedVersion, u.DeviceID)
-		tx.deviceChanged(u.DeviceID, func(d *fleet.Device) { d.Reported, d.AppliedVersion = storedJSON(u.Payload), u.AppliedVersion })
+		tx.deviceChanged(u.DeviceID, func(r *deviceRow) { r.reported, r.dev.AppliedVersion = packed, u.AppliedVersion })
 	} else {
 		res, err = tx.ExecContext(ctx, `UPDATE devices SET connectivity = ? WHERE id = ?`, nullJSON(u.Payload), u.DeviceID)
-		tx.deviceChanged(u.DeviceID, func(d *fleet.Device) { d.Connectivity = storedJSON(u.Payload) })
+		tx.deviceChanged(u.DeviceID, func(r *deviceRow) { r.dev.Connectivity = storedJSON(u.Payload) })
 	}
 	return affected(res, err, "device %q not found", u.DeviceID)
 }
