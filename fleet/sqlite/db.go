@@ -65,7 +65,6 @@ type DB struct {
 	devices *rowCache[deviceRow]          // GetDevice's rows (devicecache.go)
 	running *rowCache[[]*fleet.Execution] // each device's in-progress executions (devicecache.go)
 	writes  atomic.Uint64                 // numbers write transactions, in commit order (devicecache.go)
-	reports jsonPacker                    // packs the cached rows' skills reports (packedjson.go)
 
 	closeOnce sync.Once
 	closeErr  error

@@ -126,8 +126,8 @@ type deviceRow struct {
 }
 
 // rowOf is d as the row cache keeps it.
-func (db *DB) rowOf(d *fleet.Device) deviceRow {
-	r := deviceRow{dev: *d, reported: db.reports.pack(d.Reported)}
+func rowOf(d *fleet.Device) deviceRow {
+	r := deviceRow{dev: *d, reported: packJSON(d.Reported)}
 	r.dev.Reported = nil
 	return r
 }

@@ -48,7 +48,7 @@ func wantStored(t *testing.T, db *sqlite.DB, id string) {
 }
 
 // fullReport is a skills payload of n loaded skills, long enough for the
-// row cache to hold it deflated.
+// row cache to hold it packed (packedjson.go).
 func fullReport(t *testing.T, n int) json.RawMessage {
 	t.Helper()
 	now := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
@@ -89,7 +89,7 @@ func TestDeviceCacheFollowsEveryWrite(t *testing.T) {
 		{"report replaced", func() error {
 			return db.UpdateReported(ctx, "pi1", json.RawMessage(`{"applied_version":2,"skills":[]}`), 2)
 		}},
-		{"report held deflated", func() error { // packedjson.go
+		{"report held packed", func() error { // packedjson.go
 			return db.UpdateReported(ctx, "pi1", fullReport(t, 6), 3)
 		}},
 		{"connectivity", func() error {

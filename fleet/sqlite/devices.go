@@ -52,7 +52,7 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 	cached, seq, ok := db.devices.get(id)
 	if ok {
 		d := cached.dev
-		d.Reported = db.reports.unpack(cached.reported) // outside the cache's lock
+		d.Reported = unpackJSON(cached.reported) // outside the cache's lock
 		return &d, nil
 	}
 	var d *fleet.Device
@@ -61,7 +61,7 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 		return err
 	})
 	if err == nil {
-		db.devices.put(id, db.rowOf(d), seq, db.writes.Load()) // after the read (devicecache.go)
+		db.devices.put(id, rowOf(d), seq, db.writes.Load()) // after the read (devicecache.go)
 	}
 	return d, err
 }
@@ -277,18 +277,16 @@ func (db *DB) updateState(ctx context.Context, u fleet.StateUpdate) error {
 	if err := validUpdate(u); err != nil {
 		return err
 	}
-	packed := db.packReport(u)
-	return db.write(ctx, func(tx *tx) error { return storeState(ctx, tx, u, packed) })
+	return db.write(ctx, func(tx *tx) error { return storeState(ctx, tx, u, packReport(u)) })
 }
 
 // packReport returns u's skills report packed for the row cache
-// (packedjson.go), nil for a connectivity update. It runs before the write
-// transaction, so the single writer is not held while it deflates.
-func (db *DB) packReport(u fleet.StateUpdate) packedJSON {
+// (packedjson.go), nil for a connectivity update.
+func packReport(u fleet.StateUpdate) packedJSON {
 	if !u.Reported {
 		return nil
 	}
-	return db.reports.pack(u.Payload)
+	return packJSON(u.Payload)
 }
 
 // UpdateStates stores a batch of reports and connectivity payloads in one
@@ -309,18 +307,12 @@ func (db *DB) UpdateStates(ctx context.Context, updates []fleet.StateUpdate) ([]
 	if valid == 0 {
 		return out, nil
 	}
-	packed := make([]packedJSON, len(updates))
-	for i, u := range updates {
-		if out[i] == nil {
-			packed[i] = db.packReport(u)
-		}
-	}
 	err := db.write(ctx, func(tx *tx) error {
 		for i, u := range updates {
 			if out[i] != nil {
 				continue
 			}
-			err := storeState(ctx, tx, u, packed[i])
+			err := storeState(ctx, tx, u, packReport(u))
 			switch fleet.ErrorCode(err) {
 			case "":
 			case fleet.ENOTFOUND:
@@ -352,7 +344,7 @@ func validUpdate(u fleet.StateUpdate) error {
 
 // storeState writes one validated update in tx. Its UPDATE is its only
 // statement, so one that finds no device wrote nothing. A skills report's
-// cached row takes packed, db.packReport's form of u.Payload.
+// cached row takes packed, packReport's form of u.Payload.
 func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate, packed packedJSON) error {
 	var (
 		res sql.Result
