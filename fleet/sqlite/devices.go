@@ -277,16 +277,7 @@ func (db *DB) updateState(ctx context.Context, u fleet.StateUpdate) error {
 	if err := validUpdate(u); err != nil {
 		return err
 	}
-	return db.write(ctx, func(tx *tx) error { return storeState(ctx, tx, u, packReport(u)) })
-}
-
-// packReport returns u's skills report packed for the row cache
-// (packedjson.go), nil for a connectivity update.
-func packReport(u fleet.StateUpdate) packedJSON {
-	if !u.Reported {
-		return nil
-	}
-	return packJSON(u.Payload)
+	return db.write(ctx, func(tx *tx) error { return storeState(ctx, tx, u) })
 }
 
 // UpdateStates stores a batch of reports and connectivity payloads in one
@@ -312,7 +303,7 @@ func (db *DB) UpdateStates(ctx context.Context, updates []fleet.StateUpdate) ([]
 			if out[i] != nil {
 				continue
 			}
-			err := storeState(ctx, tx, u, packReport(u))
+			err := storeState(ctx, tx, u)
 			switch fleet.ErrorCode(err) {
 			case "":
 			case fleet.ENOTFOUND:
@@ -343,9 +334,9 @@ func validUpdate(u fleet.StateUpdate) error {
 }
 
 // storeState writes one validated update in tx. Its UPDATE is its only
-// statement, so one that finds no device wrote nothing. A skills report's
-// cached row takes packed, packReport's form of u.Payload.
-func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate, packed packedJSON) error {
+// statement, so one that finds no device wrote nothing. A cached row takes
+// a skills report packed (packedjson.go), connectivity as storedJSON says.
+func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate) error {
 	var (
 		res sql.Result
 		err error
@@ -353,7 +344,7 @@ func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate, packed packedJ
 	if u.Reported {
 		res, err = tx.ExecContext(ctx, `UPDATE devices SET reported = ?, applied_version = ? WHERE id = ?`,
 			nullJSON(u.Payload), u.AppliedVersion, u.DeviceID)
-		tx.deviceChanged(u.DeviceID, func(r *deviceRow) { r.reported, r.dev.AppliedVersion = packed, u.AppliedVersion })
+		tx.deviceChanged(u.DeviceID, func(r *deviceRow) { r.reported, r.dev.AppliedVersion = packJSON(u.Payload), u.AppliedVersion })
 	} else {
 		res, err = tx.ExecContext(ctx, `UPDATE devices SET connectivity = ? WHERE id = ?`, nullJSON(u.Payload), u.DeviceID)
 		tx.deviceChanged(u.DeviceID, func(r *deviceRow) { r.dev.Connectivity = storedJSON(u.Payload) })
