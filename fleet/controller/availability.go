@@ -53,9 +53,9 @@ func isRepublish(m broker.Message) bool {
 	return false
 }
 
-// says reports whether m states presence p (payload and session).
-func says(m broker.Message, p fleet.Presence) bool {
-	return string(m.Payload) == presencePayload(p.Online) && sessionOf(m) == p.Session
+// says reports whether n states presence p (payload and session).
+func (n availNote) says(p fleet.Presence) bool {
+	return n.payload == presencePayload(p.Online) && n.session == p.Session
 }
 
 // availRepair is what the controller remembers to repair availability.
@@ -84,7 +84,7 @@ type recheck struct {
 // could not overwrite it. Nothing delivered later can have been retained
 // earlier, since nothing was delivered later.
 func (r recheck) settled(last availNote) bool {
-	return !r.unsure && last.prev == r.after && isRepublish(last.m) && says(last.m, r.sent)
+	return !r.unsure && last.prev == r.after && last.republish && last.says(r.sent)
 }
 
 func newAvailRepair() *availRepair {
@@ -213,14 +213,14 @@ const (
 // topic is quiet: its own re-publish, decided on a message agreeing with it
 // or on its own, settles the next one.
 func availabilityAction(last availNote, want fleet.Presence, rc *recheck) availAction {
-	s := sessionOf(last.m)
-	agrees := string(last.m.Payload) == presencePayload(want.Online)
+	s := last.session
+	agrees := last.payload == presencePayload(want.Online)
 	switch {
 	case s < want.Session:
 		return availRestate
 	case s > want.Session:
 		return availWait
-	case !agrees && isRepublish(last.m):
+	case !agrees && last.republish:
 		return availRestate
 	case !agrees:
 		return availWait
@@ -276,8 +276,8 @@ func (c *Controller) reconcileAvailability(d *fleet.Device) error {
 		return err
 	}
 	c.log.Info("device availability re-published", "device", d.ID, "session", want.Session, "online", want.Online,
-		"was_session", sessionOf(last.m), "was", string(last.m.Payload), "recheck", due)
-	unsure := !isRepublish(last.m) && !says(last.m, want)
+		"was_session", last.session, "was", last.payload, "recheck", due)
+	unsure := !last.republish && !last.says(want)
 	c.repairs.republished(d.ID, recheck{sent: want, after: last.seq, unsure: unsure}, c.queue.Add)
 	return nil
 }

@@ -44,12 +44,32 @@ type inbox struct {
 	down       bool
 }
 
-// availNote is one availability message as delivered: seq numbers it
-// (unique, increasing), prev is the seq of the note it replaced on its topic
-// (0: none since the topic was cleared or forgotten).
+// availNote is one availability message as delivered, reduced to what the
+// repair reads of it (availability.go): one is kept per device for the
+// gateway's life, and the whole message (~300 bytes with its payload and
+// user properties) was 3.5 MB of a 10,000-device gateway's live heap
+// (docs/benchmarks.md, issue 19). seq numbers it (unique, increasing), prev
+// is the seq of the note it replaced on its topic (0: none since the topic
+// was cleared or forgotten).
 type availNote struct {
-	m         broker.Message
+	payload   string // "online" and "offline" are presencePayload's constants, not copies
+	session   uint64 // sessionOf the message
+	republish bool   // isRepublish: the controller's own re-publish
 	seq, prev uint64
+}
+
+// noteOf reduces m to its note.
+func noteOf(m broker.Message, seq, prev uint64) availNote {
+	var payload string
+	switch string(m.Payload) {
+	case presencePayload(true):
+		payload = presencePayload(true)
+	case presencePayload(false):
+		payload = presencePayload(false)
+	default:
+		payload = string(m.Payload) // only logged
+	}
+	return availNote{payload: payload, session: sessionOf(m), republish: isRepublish(m), seq: seq, prev: prev}
 }
 
 func newInbox() *inbox {
@@ -84,7 +104,7 @@ func (b *inbox) noteAvailabilityLocked(m broker.Message) {
 		return
 	}
 	b.availSeq++
-	b.lastAvail[m.Topic] = availNote{m: m, seq: b.availSeq, prev: b.lastAvail[m.Topic].seq}
+	b.lastAvail[m.Topic] = noteOf(m, b.availSeq, b.lastAvail[m.Topic].seq)
 }
 
 // lastAvailability returns the last non-empty message delivered on an

@@ -213,9 +213,9 @@ func (c *Controller) checkPresence(ctx context.Context, dev string) {
 // reconnection. Availability restates want. The device's own "offline" of
 // the current session (its goodbye) is left for the inbox.
 func (c *Controller) lateWill(dev string, last availNote, want fleet.Presence) bool {
-	if !c.live.on() || !want.Online || string(last.m.Payload) != presencePayload(false) {
+	if !c.live.on() || !want.Online || last.payload != presencePayload(false) {
 		return false
 	}
-	own := !isRepublish(last.m) && sessionOf(last.m) == want.Session
+	own := !last.republish && last.session == want.Session
 	return !own && c.live.connected(dev)
 }

@@ -1,10 +1,13 @@
 package sqlite_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // BenchmarkDesiredFor computes desired documents over 1,000 devices in 10
@@ -39,6 +42,74 @@ func BenchmarkDesiredFor(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		if _, err := db.DesiredFor(ctx, ids[i%len(ids)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchReport is a skills payload as a 10,000-device bench's device sends
+// it: five local skills and one fleet-managed, all loaded.
+func benchReport(i int) json.RawMessage {
+	now := time.Date(2026, 12, 3, 18, 0, 0, i, time.UTC)
+	r := state.Skills{AppliedVersion: 2, UpdatedAt: now}
+	for s := range 6 {
+		r.Skills = append(r.Skills, state.Skill{ID: fmt.Sprintf("skill-%d.openvoiceos", s), Version: "1.0.0",
+			State: state.Loaded, Active: true, WaitingFor: []string{}, Requirements: []string{}, Managed: s == 5, Since: now})
+	}
+	b, _ := state.Encode(r)
+	return b
+}
+
+// BenchmarkGetDeviceReported is the controller's read of a device on every
+// pass: GetDevice of a cached row with a six-skill report (the row cache,
+// devicecache.go; the report packed, packedjson.go), cycling over 1,000
+// devices.
+func BenchmarkGetDeviceReported(b *testing.B) {
+	db, _ := mustOpen(b)
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("pi%04d", i)
+		mustDevice(b, db, ids[i])
+		if err := db.UpdateReported(ctx, ids[i], benchReport(i), 2); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.GetDevice(ctx, ids[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := db.GetDevice(ctx, ids[i%len(ids)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpdateStatesReports stores the inbox's batches of 100 skills
+// reports of cached devices (one UpdateStates each), cycling over 1,000
+// devices.
+func BenchmarkUpdateStatesReports(b *testing.B) {
+	db, _ := mustOpen(b)
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("pi%04d", i)
+		mustDevice(b, db, ids[i])
+		if _, err := db.GetDevice(ctx, ids[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	batches := make([][]fleet.StateUpdate, 10)
+	for i := range batches {
+		for j := range 100 {
+			id := ids[i*100+j]
+			batches[i] = append(batches[i], fleet.StateUpdate{DeviceID: id, Reported: true, Payload: benchReport(i*100 + j), AppliedVersion: 2})
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := db.UpdateStates(ctx, batches[i%len(batches)]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -62,7 +62,7 @@ type DB struct {
 	desired *desiredCache                 // DesiredFor's documents (desiredcache.go)
 	latest  *latestCache                  // LatestVersion's versions (catalogcache.go)
 	sums    *artifactCache                // ArtifactBySHA256's versions (catalogcache.go)
-	devices *rowCache[fleet.Device]       // GetDevice's rows (devicecache.go)
+	devices *rowCache[deviceRow]          // GetDevice's rows (devicecache.go)
 	running *rowCache[[]*fleet.Execution] // each device's in-progress executions (devicecache.go)
 	writes  atomic.Uint64                 // numbers write transactions, in commit order (devicecache.go)
 
@@ -85,7 +85,7 @@ func Open(path string, now func() time.Time) (*DB, error) {
 	if err := privatedb.Prepare(abs); err != nil {
 		return nil, fmt.Errorf("open fleet db: %w", err)
 	}
-	db := &DB{path: abs, now: now, desired: newDesiredCache(), latest: newLatestCache(), sums: newArtifactCache(), devices: newRowCache(copyDevice), running: newRowCache(copyExecutions)}
+	db := &DB{path: abs, now: now, desired: newDesiredCache(), latest: newLatestCache(), sums: newArtifactCache(), devices: newRowCache(copyDeviceRow), running: newRowCache(copyExecutions)}
 	if db.w, err = openPool(abs, writerParams, 1); err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ type tx struct {
 
 	write   uint64                          // a write transaction's number (DB.writes)
 	touched []int64                         // rollouts whose updated_at tx set (touchRollout)
-	devices []rowChange[fleet.Device]       // device rows changed (deviceChanged)
+	devices []rowChange[deviceRow]          // device rows changed (deviceChanged)
 	running []rowChange[[]*fleet.Execution] // in-progress executions changed (runningChanged)
 }
 
@@ -167,8 +167,8 @@ type tx struct {
 // set changes a cached row the same way, nil drops it. run applies it to
 // the cache once tx committed (devicecache.go); every write of the devices
 // row, its tags or its desired version calls it.
-func (tx *tx) deviceChanged(id string, set func(*fleet.Device)) {
-	tx.devices = append(tx.devices, rowChange[fleet.Device]{id: id, set: set})
+func (tx *tx) deviceChanged(id string, set func(*deviceRow)) {
+	tx.devices = append(tx.devices, rowChange[deviceRow]{id: id, set: set})
 }
 
 // runningChanged records that tx moved execution e of its device into or

@@ -95,7 +95,7 @@ func storeDesired(ctx context.Context, tx *tx, deviceID string, c *computed, b *
 		ON CONFLICT (device_id) DO UPDATE SET version = excluded.version, skills = excluded.skills,
 			computed_at = excluded.computed_at`, deviceID, c.doc.Version, c.json, encTime(tx.now))
 	version := c.doc.Version
-	tx.deviceChanged(deviceID, func(d *fleet.Device) { d.DesiredVersion = version })
+	tx.deviceChanged(deviceID, func(r *deviceRow) { r.dev.DesiredVersion = version })
 	return err
 }
 

@@ -2,12 +2,14 @@ package sqlite_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/chorus-edge/chorus/fleet"
 	"github.com/chorus-edge/chorus/fleet/sqlite"
+	"github.com/chorus-edge/chorus/gateway/state"
 )
 
 // stored is the device as its row is stored: ListDevices reads the file
@@ -45,6 +47,23 @@ func wantStored(t *testing.T, db *sqlite.DB, id string) {
 	}
 }
 
+// fullReport is a skills payload of n loaded skills, long enough for the
+// row cache to hold it packed (packedjson.go).
+func fullReport(t *testing.T, n int) json.RawMessage {
+	t.Helper()
+	now := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
+	r := state.Skills{AppliedVersion: 3, UpdatedAt: now}
+	for i := range n {
+		r.Skills = append(r.Skills, state.Skill{ID: fmt.Sprintf("skill-%d", i), Version: "1.0.0", State: state.Loaded,
+			Active: true, WaitingFor: []string{}, Requirements: []string{}, Since: now})
+	}
+	b, err := state.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestDeviceCacheFollowsEveryWrite: GetDevice keeps each row in memory;
 // every write of what it reads (the row, its tags, its desired version)
 // must change or drop the cached row, or the next GetDevice would return
@@ -69,6 +88,9 @@ func TestDeviceCacheFollowsEveryWrite(t *testing.T) {
 		}},
 		{"report replaced", func() error {
 			return db.UpdateReported(ctx, "pi1", json.RawMessage(`{"applied_version":2,"skills":[]}`), 2)
+		}},
+		{"report held packed", func() error { // packedjson.go
+			return db.UpdateReported(ctx, "pi1", fullReport(t, 6), 3)
 		}},
 		{"connectivity", func() error {
 			return db.UpdateConnectivity(ctx, "pi1", json.RawMessage(`{"internet":true}`))

@@ -51,7 +51,9 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 	}
 	cached, seq, ok := db.devices.get(id)
 	if ok {
-		return &cached, nil
+		d := cached.dev
+		d.Reported = unpackJSON(cached.reported) // outside the cache's lock
+		return &d, nil
 	}
 	var d *fleet.Device
 	err := db.read(ctx, func(tx *tx) (err error) {
@@ -59,7 +61,7 @@ func (db *DB) GetDevice(ctx context.Context, id string) (*fleet.Device, error) {
 		return err
 	})
 	if err == nil {
-		db.devices.put(id, *d, seq, db.writes.Load()) // after the read (devicecache.go)
+		db.devices.put(id, rowOf(d), seq, db.writes.Load()) // after the read (devicecache.go)
 	}
 	return d, err
 }
@@ -216,8 +218,8 @@ func (db *DB) UpdatePresence(ctx context.Context, id string, p fleet.Presence) (
 		seen := encTime(orNow(p.At, tx))
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET online = ?, birth_session = ?, last_seen = ? WHERE id = ?`,
 			p.Online, int64(p.Session), seen, id)
-		tx.deviceChanged(id, func(d *fleet.Device) {
-			d.Online, d.BirthSession, d.LastSeen = p.Online, p.Session, decTime(seen)
+		tx.deviceChanged(id, func(r *deviceRow) {
+			r.dev.Online, r.dev.BirthSession, r.dev.LastSeen = p.Online, p.Session, decTime(seen)
 		})
 		return err
 	})
@@ -230,8 +232,8 @@ func (db *DB) UpdateBirth(ctx context.Context, id string, b fleet.Birth) (bool, 
 		seen := encTime(orNow(b.At, tx))
 		_, err := tx.ExecContext(ctx, `UPDATE devices SET birth_session = ?, agent_version = ?, last_seen = ? WHERE id = ?`,
 			int64(b.Session), b.AgentVersion, seen, id)
-		tx.deviceChanged(id, func(d *fleet.Device) {
-			d.BirthSession, d.AgentVersion, d.LastSeen = b.Session, b.AgentVersion, decTime(seen)
+		tx.deviceChanged(id, func(r *deviceRow) {
+			r.dev.BirthSession, r.dev.AgentVersion, r.dev.LastSeen = b.Session, b.AgentVersion, decTime(seen)
 		})
 		return err
 	})
@@ -332,7 +334,8 @@ func validUpdate(u fleet.StateUpdate) error {
 }
 
 // storeState writes one validated update in tx. Its UPDATE is its only
-// statement, so one that finds no device wrote nothing.
+// statement, so one that finds no device wrote nothing. A cached row takes
+// a skills report packed (packedjson.go), connectivity as storedJSON says.
 func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate) error {
 	var (
 		res sql.Result
@@ -341,10 +344,10 @@ func storeState(ctx context.Context, tx *tx, u fleet.StateUpdate) error {
 	if u.Reported {
 		res, err = tx.ExecContext(ctx, `UPDATE devices SET reported = ?, applied_version = ? WHERE id = ?`,
 			nullJSON(u.Payload), u.AppliedVersion, u.DeviceID)
-		tx.deviceChanged(u.DeviceID, func(d *fleet.Device) { d.Reported, d.AppliedVersion = storedJSON(u.Payload), u.AppliedVersion })
+		tx.deviceChanged(u.DeviceID, func(r *deviceRow) { r.reported, r.dev.AppliedVersion = packJSON(u.Payload), u.AppliedVersion })
 	} else {
 		res, err = tx.ExecContext(ctx, `UPDATE devices SET connectivity = ? WHERE id = ?`, nullJSON(u.Payload), u.DeviceID)
-		tx.deviceChanged(u.DeviceID, func(d *fleet.Device) { d.Connectivity = storedJSON(u.Payload) })
+		tx.deviceChanged(u.DeviceID, func(r *deviceRow) { r.dev.Connectivity = storedJSON(u.Payload) })
 	}
 	return affected(res, err, "device %q not found", u.DeviceID)
 }

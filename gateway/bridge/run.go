@@ -64,11 +64,11 @@ func (r *Relay) depart(rt Route, now Route) {
 	if now.Satellite == "" { // gone, not moved to another hub
 		st.pending, st.limit = nil, nil
 	}
-	skills := st.skills
+	skills := st.skills.ids()
 	if len(skills) == 0 {
-		skills = st.cleared // cleared just before the departure reached us
+		skills = st.cleared.ids() // cleared just before the departure reached us
 	}
-	st.cleared = nil
+	st.cleared = skillIDs{}
 	for _, sk := range skills {
 		m := envelope.New(TypeSkillDeregister, map[string]any{KeySkillID: sk})
 		m.Context = map[string]any{
@@ -171,7 +171,7 @@ func (r *Relay) inbound(rt Route, d bus.Delivery) {
 
 func (r *Relay) outbound(rt Route, d bus.Delivery) {
 	st := r.state(rt.Satellite)
-	out, notes, err := Outbound(rt, d.Message, OutboundOptions{HostsSkills: len(st.skills) > 0, BySession: r.cfg.BySession})
+	out, notes, err := Outbound(rt, d.Message, OutboundOptions{HostsSkills: !st.skills.empty(), BySession: r.cfg.BySession})
 	switch {
 	case errors.Is(err, ErrPollFiltered):
 		r.stats.refused.Add(1)

@@ -1,8 +1,10 @@
 package bridge
 
 import (
+	"encoding/binary"
 	"strconv"
 	"time"
+	"unique"
 
 	"github.com/chorus-edge/chorus/gateway/bus"
 	"github.com/chorus-edge/chorus/gateway/envelope"
@@ -15,11 +17,11 @@ type satState struct {
 	online  bool
 	since   time.Time // when online last changed (the relay's start if never seen)
 	session uint64    // newest availability session seen (Sparkplug bdSeq)
-	skills  []string  // loaded skills from the retained skills topic
+	skills  skillIDs  // loaded skills from the retained skills topic
 	// cleared is what skills held when the topic was cleared (the device was
 	// removed or revoked): the controller may clear it before the route's
 	// end reaches the relay, and the departure must still deregister them.
-	cleared []string
+	cleared skillIDs
 	pending []pending // outbound messages held while offline, oldest first
 	limit   *bucket   // inbound rate limit of the route
 }
@@ -53,23 +55,52 @@ func (s *satState) availability(p bus.Packet, now time.Time) (changed bool) {
 // payload (a cleared topic) means none, an unreadable one changes nothing.
 func (s *satState) setSkills(payload []byte) {
 	if len(payload) == 0 {
-		if len(s.skills) > 0 {
+		if !s.skills.empty() {
 			s.cleared = s.skills
 		}
-		s.skills = nil
+		s.skills = skillIDs{}
 		return
 	}
 	r, err := state.ParseSkills(payload)
 	if err != nil {
 		return
 	}
-	s.cleared = nil
-	s.skills = s.skills[:0]
+	s.cleared = skillIDs{}
+	var packed []byte
 	for _, sk := range r.Skills {
 		if sk.State == state.Loaded && sk.ID != "" {
-			s.skills = append(s.skills, sk.ID)
+			packed = binary.AppendUvarint(packed, uint64(len(sk.ID)))
+			packed = append(packed, sk.ID...)
 		}
 	}
+	s.skills = skillIDs{}
+	if len(packed) > 0 {
+		s.skills = skillIDs{unique.Make(string(packed))}
+	}
+}
+
+// skillIDs is a list of skill ids, in order, held as one interned string
+// (unique.Handle) of length-prefixed ids: satellites that report the same
+// loaded skills share it, where a []string per satellite held a slice and
+// a copy of every id (the relay keeps one per device: ~2.5 MB at 10,000
+// devices, docs/benchmarks.md issue 19). unique frees the string once no
+// satellite holds it. The zero value is the empty list.
+type skillIDs struct{ h unique.Handle[string] }
+
+func (l skillIDs) empty() bool { return l == skillIDs{} }
+
+// ids returns the list (nil when empty), in new memory.
+func (l skillIDs) ids() []string {
+	if l.empty() {
+		return nil
+	}
+	var out []string
+	for b := l.h.Value(); len(b) > 0; {
+		n, k := binary.Uvarint([]byte(b[:min(len(b), binary.MaxVarintLen64)]))
+		out = append(out, b[k:k+int(n)])
+		b = b[k+int(n):]
+	}
+	return out
 }
 
 // hold queues p while the satellite is offline, dropping the oldest when the
