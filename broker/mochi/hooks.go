@@ -482,10 +482,12 @@ func (h *Hooks) OnRetainMessage(cl *Client, pk packets.Packet, r int64) {
 }
 
 // OnRetainPublished is called when a retained message is published.
-func (h *Hooks) OnRetainPublished(cl *Client, pk packets.Packet) {
+//
+// Each hook gets a copy of *pk (see OnPacketRead).
+func (h *Hooks) OnRetainPublished(cl *Client, pk *packets.Packet) {
 	for _, hook := range h.GetAll() {
 		if hook.Provides(OnRetainPublished) {
-			hook.OnRetainPublished(cl, pk)
+			hook.OnRetainPublished(cl, *pk)
 		}
 	}
 }

@@ -249,7 +249,7 @@ func TestHooksNonReturns(t *testing.T) {
 			h.OnPublished(cl, pkp(packets.Packet{}))
 			h.OnPublishDropped(cl, pkp(packets.Packet{}))
 			h.OnRetainMessage(cl, packets.Packet{}, 0)
-			h.OnRetainPublished(cl, packets.Packet{})
+			h.OnRetainPublished(cl, &packets.Packet{})
 			h.OnQosPublish(cl, pkp(packets.Packet{}), time.Now().Unix(), 0)
 			h.OnQosComplete(cl, pkp(packets.Packet{}))
 			h.OnQosDropped(cl, pkp(packets.Packet{}))

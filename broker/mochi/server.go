@@ -751,12 +751,12 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 // (origin, times, topic alias, the hooks' changes). v2.7.9 passed the
 // 800-byte value down the handlers, and each frame's copy doubled a
 // connection goroutine's stack while it handled a publish (docs/broker.md).
-// OnPacketProcessed sees a publish as it arrived, as in v2.7.9, where
-// processPublish changed only its own copy.
+// OnPacketProcessed sees the packet as it arrived, as in v2.7.9, where
+// processPublish and processSubscribe changed only their own copies.
 func (s *Server) processPacket(cl *Client, pk *packets.Packet) error {
 	var err error
 	processed := pk
-	if pk.FixedHeader.Type == packets.Publish && s.hooks.Provides(OnPacketProcessed) {
+	if s.hooks.Provides(OnPacketProcessed) {
 		processed = clonePacket(pk)
 	}
 
@@ -1373,13 +1373,14 @@ func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, e
 	}
 
 	sub.FwdRetainedFlag = true
-	for _, pkv := range s.Topics.Messages(sub.Filter) { // [MQTT-3.8.4-4]
-		_, err := s.publishToClient(cl, sub, &pkv)
+	pks := s.Topics.Messages(sub.Filter) // [MQTT-3.8.4-4]
+	for i := range pks {                 // by pointer: no 800-byte copy in this frame (docs/broker.md)
+		_, err := s.publishToClient(cl, sub, &pks[i])
 		if err != nil {
-			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "packet", pkv)
+			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "packet", &pks[i])
 			continue
 		}
-		s.hooks.OnRetainPublished(cl, pkv)
+		s.hooks.OnRetainPublished(cl, &pks[i])
 	}
 }
 
@@ -1493,8 +1494,8 @@ func (s *Server) processPubcomp(cl *Client, pk *packets.Packet) error {
 }
 
 // processSubscribe processes a Subscribe packet.
-func (s *Server) processSubscribe(cl *Client, in *packets.Packet) error {
-	pk := s.hooks.OnSubscribe(cl, *in)
+func (s *Server) processSubscribe(cl *Client, pk *packets.Packet) error {
+	s.subscribeHooks(cl, pk)
 	code := packets.CodeSuccess
 	if _, ok := cl.State.Inflight.Get(pk.PacketID); ok {
 		code = packets.ErrPacketIdentifierInUse
@@ -1537,6 +1538,36 @@ func (s *Server) processSubscribe(cl *Client, in *packets.Packet) error {
 		}
 	}
 
+	if err := s.writeSuback(cl, pk, code, reasonCodes); err != nil {
+		return err
+	}
+
+	for i, sub := range pk.Filters { // [MQTT-3.3.1-9]
+		if reasonCodes[i] >= packets.ErrUnspecifiedError.Code {
+			continue
+		}
+
+		s.publishRetainedToClient(cl, sub, filterExisted[i])
+	}
+
+	return nil
+}
+
+// subscribeHooks sets *pk, which processSubscribe owns (processPacket), to
+// what the OnSubscribe hooks make of it. A call of its own (go:noinline) so
+// that the hooks' packet values are not in processSubscribe's frame, below
+// publishRetainedToClient's (docs/broker.md, packets by pointer).
+//
+//go:noinline
+func (s *Server) subscribeHooks(cl *Client, pk *packets.Packet) {
+	*pk = s.hooks.OnSubscribe(cl, *pk)
+}
+
+// writeSuback calls the OnSubscribed hooks and writes the SUBACK of pk.
+// A call of its own for its packet values (subscribeHooks).
+//
+//go:noinline
+func (s *Server) writeSuback(cl *Client, pk *packets.Packet, code packets.Code, reasonCodes []byte) error {
 	ack := packets.Packet{ // [MQTT-3.8.4-1] [MQTT-3.8.4-5]
 		FixedHeader: packets.FixedHeader{
 			Type: packets.Suback,
@@ -1552,21 +1583,8 @@ func (s *Server) processSubscribe(cl *Client, in *packets.Packet) error {
 		ack.Properties.ReasonString = code.Reason
 	}
 
-	s.hooks.OnSubscribed(cl, pk, reasonCodes)
-	err := cl.WritePacket(&ack)
-	if err != nil {
-		return err
-	}
-
-	for i, sub := range pk.Filters { // [MQTT-3.3.1-9]
-		if reasonCodes[i] >= packets.ErrUnspecifiedError.Code {
-			continue
-		}
-
-		s.publishRetainedToClient(cl, sub, filterExisted[i])
-	}
-
-	return nil
+	s.hooks.OnSubscribed(cl, *pk, reasonCodes)
+	return cl.WritePacket(&ack)
 }
 
 // processUnsubscribe processes an unsubscribe packet.
