@@ -614,6 +614,12 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk *packets.Packet, err e
 // the protocol version, the expiry left) and OnPacketEncode's changes are
 // made on WritePacket's own copy, so a caller may keep, store or resend its
 // packet, and several writers may share one.
+//
+// The copy is a pooled packet (writePackets): on WritePacket's frame it
+// took 800 bytes of the stack of every goroutine that writes, and handed
+// to the OnPacketEncode hooks (an interface method, so it escapes) it
+// would be an allocation per write. Hooks do not keep it after they return
+// (Hook.OnPacketEncode).
 func (cl *Client) WritePacket(in *packets.Packet) error {
 	if cl.Closed() {
 		return ErrConnectionClosed
@@ -623,7 +629,19 @@ func (cl *Client) WritePacket(in *packets.Packet) error {
 		return nil
 	}
 
-	pk := *in
+	pk := writePackets.Get().(*packets.Packet)
+	*pk = *in
+	err := cl.writePacket(pk)
+	*pk = packets.Packet{} // holds nothing of in's while pooled
+	writePackets.Put(pk)
+	return err
+}
+
+// writePackets holds WritePacket's copies.
+var writePackets = sync.Pool{New: func() any { return new(packets.Packet) }}
+
+// writePacket encodes and writes pk, WritePacket's copy, which it changes.
+func (cl *Client) writePacket(pk *packets.Packet) error {
 	if pk.Expiry > 0 {
 		expiry := pk.Expiry - time.Now().Unix()
 		if expiry < 1 {
@@ -645,7 +663,7 @@ func (cl *Client) WritePacket(in *packets.Packet) error {
 		pk.Mods.AllowResponseInfo = true // [MQTT-3.1.2-28] we need to know which properties we can encode
 	}
 
-	cl.ops.hooks.OnPacketEncode(cl, &pk)
+	cl.ops.hooks.OnPacketEncode(cl, pk)
 
 	var err error
 	buf := new(bytes.Buffer)
@@ -731,7 +749,7 @@ func (cl *Client) WritePacket(in *packets.Packet) error {
 		atomic.AddInt64(&cl.ops.info.MessagesSent, 1)
 	}
 
-	cl.ops.hooks.OnPacketSent(cl, &pk, buf.Bytes())
+	cl.ops.hooks.OnPacketSent(cl, pk, buf.Bytes())
 
 	return err
 }

@@ -88,7 +88,7 @@ type Hook interface {
 	OnDisconnect(cl *Client, err error, expire bool)
 	OnAuthPacket(cl *Client, pk packets.Packet) (packets.Packet, error)
 	OnPacketRead(cl *Client, pk packets.Packet) (packets.Packet, error) // triggers when a new packet is received by a client, but before packet validation
-	OnPacketEncode(cl *Client, pk *packets.Packet)                      // modify a packet (WritePacket's own copy) before it is byte-encoded and written to the client
+	OnPacketEncode(cl *Client, pk *packets.Packet)                      // modify a packet (WritePacket's own copy) before it is byte-encoded and written to the client; pk is not kept after the call
 	OnPacketSent(cl *Client, pk packets.Packet, b []byte)               // triggers when packet bytes have been written to the client
 	OnPacketProcessed(cl *Client, pk packets.Packet, err error)         // triggers after a packet from the client been processed (handled)
 	OnSubscribe(cl *Client, pk packets.Packet) packets.Packet
