@@ -1015,13 +1015,15 @@ func (s *Server) processPublish(cl *Client, pk *packets.Packet) error {
 		pk.FixedHeader.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9] Reduce qos based on server max qos capability
 	}
 
-	// OnPublish sets *pk to the hooks' packet if they accept it.
-	if err := s.hooks.OnPublish(cl, pk); err == nil {
-	} else if errors.Is(err, packets.ErrRejectPacket) {
+	// OnPublish sets *pk to the hooks' packet if they accept it, and
+	// leaves it as it was if one returns an error.
+	switch err := s.hooks.OnPublish(cl, pk); {
+	case err == nil:
+	case errors.Is(err, packets.ErrRejectPacket):
 		return nil
-	} else if errors.Is(err, packets.CodeSuccessIgnore) {
+	case errors.Is(err, packets.CodeSuccessIgnore):
 		pk.Ignore = true
-	} else if cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)) {
+	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)):
 		return s.writeAck(cl, pk, packets.Puback, 0, err.(packets.Code))
 	}
 
