@@ -78,15 +78,14 @@ func (p *policy) capExpiry(cl *mqtt.Client, s *session, lim *RoleLimits) {
 
 // OnPacketEncode tells a client whose session expiry was lowered the value
 // it got, in its CONNACK.
-func (p *policy) OnPacketEncode(cl *mqtt.Client, pk packets.Packet) packets.Packet {
+func (p *policy) OnPacketEncode(cl *mqtt.Client, pk *packets.Packet) {
 	if pk.FixedHeader.Type != packets.Connack || pk.ReasonCode != 0 {
-		return pk
+		return
 	}
 	if s := p.session(cl); s != nil && s.lowered {
 		pk.Properties.SessionExpiryInterval = s.expiry
 		pk.Properties.SessionExpiryIntervalFlag = true
 	}
-	return pk
 }
 
 // refuseConnect answers a refused CONNECT with code (MQTT 5, reason string

@@ -77,9 +77,11 @@ func checkSkillEnvelope(a *Account, topic string, payload []byte) *refusal {
 // accepted retained publish gets its own strings (retain.go); a
 // non-retained one gets its expiry capped. Retained state never gets an
 // expiry from the broker: device state must outlive any disconnect.
-func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+// It changes *pk only when it accepts the publish (mochi's Hook.OnPublish
+// takes the packet by pointer in this fork, docs/broker.md).
+func (p *policy) OnPublish(cl *mqtt.Client, pk *packets.Packet) error {
 	if cl.Net.Inline {
-		return pk, nil
+		return nil
 	}
 	s := p.session(cl)
 	a, ok := p.table.Load().Lookup(string(cl.Properties.Username))
@@ -93,14 +95,14 @@ func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 		return p.refuse(cl, pk, r)
 	}
 	if pk.FixedHeader.Retain {
-		ownStrings(&pk)
-		return pk, nil
+		ownStrings(pk)
+		return nil
 	}
 	if e := pk.Properties.MessageExpiryInterval; p.maxExpiry > 0 && (e == 0 || e > p.maxExpiry) {
 		pk.Properties.MessageExpiryInterval = p.maxExpiry
 		pk.Expiry = pk.Created + int64(p.maxExpiry)
 	}
-	return pk, nil
+	return nil
 }
 
 // refuse answers a refused publish as the protocol wants and drops it: QoS
@@ -110,7 +112,7 @@ func (p *policy) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, 
 // disconnect. QoS 0 is dropped silently. The ack carries none of the
 // publisher's properties. Refusals are counted, and logged at a bounded
 // rate (a refused flood must not become a log flood).
-func (p *policy) refuse(cl *mqtt.Client, pk packets.Packet, r *refusal) (packets.Packet, error) {
+func (p *policy) refuse(cl *mqtt.Client, pk *packets.Packet, r *refusal) error {
 	r.count(&p.stats)
 	p.publishLog.log(p.log, slog.LevelInfo, "publish refused: "+r.why,
 		"client", peerText(cl.ID), "topic", peerText(pk.TopicName), "bytes", len(pk.Payload))
@@ -121,11 +123,11 @@ func (p *policy) refuse(cl *mqtt.Client, pk packets.Packet, r *refusal) (packets
 	case 2:
 		ack.FixedHeader.Type = packets.Pubrec
 	default:
-		return pk, packets.ErrRejectPacket
+		return packets.ErrRejectPacket
 	}
 	ack.Properties.ReasonString = r.why
-	_ = cl.WritePacket(ack) // a closed connection has nothing to acknowledge
-	return pk, packets.ErrRejectPacket
+	_ = cl.WritePacket(&ack) // a closed connection has nothing to acknowledge
+	return packets.ErrRejectPacket
 }
 
 // busType returns the message type of a bus topic chorus/v1/<device>/bus/<type>.

@@ -31,7 +31,9 @@ var (
 )
 
 // ReadFn is the function signature for the function used for reading and processing new packets.
-type ReadFn func(*Client, packets.Packet) error
+// It gets the packet by pointer and owns it (v2.7.9 passed an 800-byte value,
+// copied onto every frame of the connection goroutine's read path).
+type ReadFn func(*Client, *packets.Packet) error
 
 // Clients contains a map of the clients known by the broker.
 type Clients struct {
@@ -336,15 +338,15 @@ func (cl *Client) resendInflight(pks []packets.Packet) error {
 			tk.FixedHeader.Dup = true // [MQTT-3.3.1-1] [MQTT-3.3.1-3]
 		}
 
-		cl.ops.hooks.OnQosPublish(cl, tk, tk.Created, 0)
-		err := cl.WritePacket(tk)
+		cl.ops.hooks.OnQosPublish(cl, &tk, tk.Created, 0)
+		err := cl.WritePacket(&tk)
 		if err != nil {
 			return err
 		}
 
 		if tk.FixedHeader.Type == packets.Puback || tk.FixedHeader.Type == packets.Pubcomp {
 			if ok := cl.State.Inflight.Delete(tk.PacketID); ok {
-				cl.ops.hooks.OnQosComplete(cl, tk)
+				cl.ops.hooks.OnQosComplete(cl, &tk)
 				atomic.AddInt64(&cl.ops.info.Inflight, -1)
 			}
 		}
@@ -380,7 +382,7 @@ func (cl *Client) adoptLateInflights(from *Client) []packets.Packet {
 		if pk.FixedHeader.Type != packets.Publish || !from.State.Inflight.Delete(pk.PacketID) {
 			continue
 		}
-		cl.ops.hooks.OnQosDropped(from, pk)
+		cl.ops.hooks.OnQosDropped(from, &pk)
 		id, err := cl.NextPacketID()
 		if err != nil {
 			atomic.AddInt64(&cl.ops.info.Inflight, -1)
@@ -389,7 +391,7 @@ func (cl *Client) adoptLateInflights(from *Client) []packets.Packet {
 		}
 		pk.PacketID = uint16(id)
 		if cl.State.Inflight.Set(pk) {
-			cl.ops.hooks.OnQosPublish(cl, pk, pk.Created, 0)
+			cl.ops.hooks.OnQosPublish(cl, &pk, pk.Created, 0)
 		}
 		out = append(out, pk)
 	}
@@ -400,7 +402,7 @@ func (cl *Client) adoptLateInflights(from *Client) []packets.Packet {
 func (cl *Client) ClearInflights() {
 	for _, tk := range cl.State.Inflight.GetAll(false) {
 		if ok := cl.State.Inflight.Delete(tk.PacketID); ok {
-			cl.ops.hooks.OnQosDropped(cl, tk)
+			cl.ops.hooks.OnQosDropped(cl, &tk)
 			atomic.AddInt64(&cl.ops.info.Inflight, -1)
 		}
 	}
@@ -418,7 +420,7 @@ func (cl *Client) ClearExpiredInflights(now, maximumExpiry int64) []uint16 {
 
 		if expired || enforced {
 			if ok := cl.State.Inflight.Delete(tk.PacketID); ok {
-				cl.ops.hooks.OnQosDropped(cl, tk)
+				cl.ops.hooks.OnQosDropped(cl, &tk)
 				atomic.AddInt64(&cl.ops.info.Inflight, -1)
 				deleted = append(deleted, tk.PacketID)
 			}
@@ -541,10 +543,15 @@ func (cl *Client) ReadFixedHeader(fh *packets.FixedHeader) error {
 	return nil
 }
 
-// ReadPacket reads the remaining buffer into an MQTT packet.
-func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err error) {
+// ReadPacket reads the remaining buffer into an MQTT packet. The packet is
+// returned by pointer, a new one for each call: v2.7.9 returned it by value,
+// and the 800-byte Packet was copied onto ReadPacket's, OnPacketRead's and
+// every caller's frame, which doubled a connection goroutine's stack while
+// it handled a publish (docs/broker.md).
+func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk *packets.Packet, err error) {
 	atomic.AddInt64(&cl.ops.info.PacketsReceived, 1)
 
+	pk = new(packets.Packet)
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion // inherit client protocol version for decoding
 	pk.FixedHeader = *fh
 	p := make([]byte, pk.FixedHeader.Remaining)
@@ -598,12 +605,22 @@ func (cl *Client) ReadPacket(fh *packets.FixedHeader) (pk packets.Packet, err er
 		return pk, err
 	}
 
-	pk, err = cl.ops.hooks.OnPacketRead(cl, pk)
+	err = cl.ops.hooks.OnPacketRead(cl, pk)
 	return
 }
 
-// WritePacket encodes and writes a packet to the client.
-func (cl *Client) WritePacket(pk packets.Packet) error {
+// WritePacket encodes and writes a packet to the client. It leaves *in as
+// it was, as v2.7.9 did with the value it took: the encoding fields (Mods,
+// the protocol version, the expiry left) and OnPacketEncode's changes are
+// made on WritePacket's own copy, so a caller may keep, store or resend its
+// packet, and several writers may share one.
+//
+// The copy is a pooled packet (writePackets): on WritePacket's frame it
+// took 800 bytes of the stack of every goroutine that writes, and handed
+// to the OnPacketEncode hooks (an interface method, so it escapes) it
+// would be an allocation per write. Hooks do not keep it after they return
+// (Hook.OnPacketEncode).
+func (cl *Client) WritePacket(in *packets.Packet) error {
 	if cl.Closed() {
 		return ErrConnectionClosed
 	}
@@ -612,6 +629,19 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 		return nil
 	}
 
+	pk := writePackets.Get().(*packets.Packet)
+	*pk = *in
+	err := cl.writePacket(pk)
+	*pk = packets.Packet{} // holds nothing of in's while pooled
+	writePackets.Put(pk)
+	return err
+}
+
+// writePackets holds WritePacket's copies.
+var writePackets = sync.Pool{New: func() any { return new(packets.Packet) }}
+
+// writePacket encodes and writes pk, WritePacket's copy, which it changes.
+func (cl *Client) writePacket(pk *packets.Packet) error {
 	if pk.Expiry > 0 {
 		expiry := pk.Expiry - time.Now().Unix()
 		if expiry < 1 {
@@ -633,7 +663,7 @@ func (cl *Client) WritePacket(pk packets.Packet) error {
 		pk.Mods.AllowResponseInfo = true // [MQTT-3.1.2-28] we need to know which properties we can encode
 	}
 
-	pk = cl.ops.hooks.OnPacketEncode(cl, pk)
+	cl.ops.hooks.OnPacketEncode(cl, pk)
 
 	var err error
 	buf := new(bytes.Buffer)

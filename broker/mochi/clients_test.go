@@ -532,8 +532,8 @@ func TestClientReadOK(t *testing.T) {
 	var pks []packets.Packet
 	o := make(chan error)
 	go func() {
-		o <- cl.Read(func(cl *Client, pk packets.Packet) error {
-			pks = append(pks, pk)
+		o <- cl.Read(func(cl *Client, pk *packets.Packet) error {
+			pks = append(pks, *pk)
 			return nil
 		})
 	}()
@@ -573,7 +573,7 @@ func TestClientReadDone(t *testing.T) {
 
 	o := make(chan error)
 	go func() {
-		o <- cl.Read(func(cl *Client, pk packets.Packet) error {
+		o <- cl.Read(func(cl *Client, pk *packets.Packet) error {
 			return nil
 		})
 	}()
@@ -636,7 +636,7 @@ func TestClientReadReadHandlerErr(t *testing.T) {
 		_ = r.Close()
 	}()
 
-	err := cl.Read(func(cl *Client, pk packets.Packet) error {
+	err := cl.Read(func(cl *Client, pk *packets.Packet) error {
 		return errors.New("test")
 	})
 
@@ -672,7 +672,7 @@ func TestClientReadReadPacketOK(t *testing.T) {
 		},
 		TopicName: "d/e/f",
 		Payload:   []byte("yeah"),
-	}, pk)
+	}, *pk)
 }
 
 func TestClientReadPacket(t *testing.T) {
@@ -700,7 +700,7 @@ func TestClientReadPacket(t *testing.T) {
 			pk, err := cl.ReadPacket(fh)
 			require.NoError(t, err, pkInfo, tt.Case, tt.Desc)
 			require.NotNil(t, pk, pkInfo, tt.Case, tt.Desc)
-			require.Equal(t, *tt.Packet, pk, pkInfo, tt.Case, tt.Desc)
+			require.Equal(t, *tt.Packet, *pk, pkInfo, tt.Case, tt.Desc)
 
 			if tt.Packet.FixedHeader.Type == packets.Publish {
 				require.Equal(t, int64(1), atomic.LoadInt64(&cl.ops.info.PacketsReceived), pkInfo, tt.Case, tt.Desc)
@@ -731,7 +731,7 @@ func TestClientWritePacket(t *testing.T) {
 			o <- buf
 		}()
 
-		err := cl.WritePacket(*tt.Packet)
+		err := cl.WritePacket(pkp(*tt.Packet))
 		require.NoError(t, err, pkInfo, tt.Case, tt.Desc)
 
 		time.Sleep(2 * time.Millisecond)
@@ -813,7 +813,7 @@ func TestClientWritePacketBuffer(t *testing.T) {
 		for i, tx := range tt {
 			for _, pk := range tx.pks {
 				cl.Properties.ProtocolVersion = pk.ProtocolVersion
-				err := cl.WritePacket(*pk)
+				err := cl.WritePacket(pkp(*pk))
 				require.NoError(t, err, "index: %d", i)
 				if i == len(tt)-1 {
 					cl.Net.Conn.Close()
@@ -842,7 +842,7 @@ func TestWriteClientOversizePacket(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.Props.MaximumPacketSize = 2
 	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishDropOversize).Packet
-	err := cl.WritePacket(pk)
+	err := cl.WritePacket(pkp(pk))
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrPacketTooLarge, err)
 }
@@ -890,7 +890,7 @@ func TestClientWritePacketWriteNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Stop(errClientStop)
 
-	err := cl.WritePacket(*pkTable[1].Packet)
+	err := cl.WritePacket(pkp(*pkTable[1].Packet))
 	require.Error(t, err)
 	require.Equal(t, ErrConnectionClosed, err)
 }
@@ -899,13 +899,13 @@ func TestClientWritePacketWriteError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	_ = cl.Net.Conn.Close()
 
-	err := cl.WritePacket(*pkTable[1].Packet)
+	err := cl.WritePacket(pkp(*pkTable[1].Packet))
 	require.Error(t, err)
 }
 
 func TestClientWritePacketInvalidPacket(t *testing.T) {
 	cl, _, _ := newTestClient()
-	err := cl.WritePacket(packets.Packet{})
+	err := cl.WritePacket(pkp(packets.Packet{}))
 	require.Error(t, err)
 }
 

@@ -66,16 +66,19 @@ func (h *modifiedHookBase) OnACLCheck(cl *Client, topic string, write bool) bool
 	return true
 }
 
-func (h *modifiedHookBase) OnPublish(cl *Client, pk packets.Packet) (packets.Packet, error) {
+// OnPublish changes the packet id it gets to 99 when it fails, to show
+// that Hooks.OnPublish puts the packet back.
+func (h *modifiedHookBase) OnPublish(cl *Client, pk *packets.Packet) error {
 	if h.fail {
+		pk.PacketID = 99
 		if h.err != nil {
-			return pk, h.err
+			return h.err
 		}
 
-		return pk, errTestHook
+		return errTestHook
 	}
 
-	return pk, nil
+	return nil
 }
 
 func (h *modifiedHookBase) OnPacketRead(cl *Client, pk packets.Packet) (packets.Packet, error) {
@@ -239,18 +242,18 @@ func TestHooksNonReturns(t *testing.T) {
 			h.OnSessionEstablish(cl, packets.Packet{})
 			h.OnSessionEstablished(cl, packets.Packet{})
 			h.OnDisconnect(cl, nil, false)
-			h.OnPacketSent(cl, packets.Packet{}, []byte{})
-			h.OnPacketProcessed(cl, packets.Packet{}, nil)
+			h.OnPacketSent(cl, pkp(packets.Packet{}), []byte{})
+			h.OnPacketProcessed(cl, pkp(packets.Packet{}), nil)
 			h.OnSubscribed(cl, packets.Packet{}, []byte{1})
 			h.OnUnsubscribed(cl, packets.Packet{})
-			h.OnPublished(cl, packets.Packet{})
-			h.OnPublishDropped(cl, packets.Packet{})
+			h.OnPublished(cl, pkp(packets.Packet{}))
+			h.OnPublishDropped(cl, pkp(packets.Packet{}))
 			h.OnRetainMessage(cl, packets.Packet{}, 0)
-			h.OnRetainPublished(cl, packets.Packet{})
-			h.OnQosPublish(cl, packets.Packet{}, time.Now().Unix(), 0)
-			h.OnQosComplete(cl, packets.Packet{})
-			h.OnQosDropped(cl, packets.Packet{})
-			h.OnPacketIDExhausted(cl, packets.Packet{})
+			h.OnRetainPublished(cl, &packets.Packet{})
+			h.OnQosPublish(cl, pkp(packets.Packet{}), time.Now().Unix(), 0)
+			h.OnQosComplete(cl, pkp(packets.Packet{}))
+			h.OnQosDropped(cl, pkp(packets.Packet{}))
+			h.OnPacketIDExhausted(cl, pkp(packets.Packet{}))
 			h.OnWillSent(cl, packets.Packet{})
 			h.OnClientExpired(cl)
 			h.OnRetainedExpired("a/b/c")
@@ -313,7 +316,7 @@ func TestHooksOnSelectSubscribers(t *testing.T) {
 		},
 	}
 
-	subs2 := h.OnSelectSubscribers(subs, packets.Packet{})
+	subs2 := h.OnSelectSubscribers(subs, pkp(packets.Packet{}))
 	require.EqualValues(t, subs, subs2)
 }
 
@@ -340,22 +343,59 @@ func TestHooksOnPublish(t *testing.T) {
 	err := h.Add(hook, nil)
 	require.NoError(t, err)
 
-	pk, err := h.OnPublish(new(Client), packets.Packet{PacketID: 10})
+	pk := &packets.Packet{PacketID: 10}
+	err = h.OnPublish(new(Client), pk)
 	require.NoError(t, err)
 	require.Equal(t, uint16(10), pk.PacketID)
 
 	// coverage: failure
 	hook.fail = true
-	pk, err = h.OnPublish(new(Client), packets.Packet{PacketID: 10})
+	pk = &packets.Packet{PacketID: 10}
+	err = h.OnPublish(new(Client), pk)
 	require.Error(t, err)
-	require.Equal(t, uint16(10), pk.PacketID)
+	require.Equal(t, uint16(10), pk.PacketID, "the failing hook's change is undone")
 
 	// coverage: reject packet
 	hook.err = packets.ErrRejectPacket
-	pk, err = h.OnPublish(new(Client), packets.Packet{PacketID: 10})
+	pk = &packets.Packet{PacketID: 10}
+	err = h.OnPublish(new(Client), pk)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrRejectPacket)
 	require.Equal(t, uint16(10), pk.PacketID)
+}
+
+// topicHook sets the topic of every publish, as a hook that rewrites
+// publishes does.
+type topicHook struct {
+	HookBase
+	topic string
+}
+
+func (h *topicHook) Provides(b byte) bool { return b == OnPublish }
+
+func (h *topicHook) OnPublish(cl *Client, pk *packets.Packet) error {
+	pk.TopicName = h.topic
+	return nil
+}
+
+// TestHooksOnPublishChangesInPlace: each hook sees the changes of the hooks
+// before it; when a later hook fails, none of the changes stay, as when
+// v2.7.9 passed values through the hooks and returned the packet it was
+// given on an error (Hook.OnPublish takes a pointer in this fork).
+func TestHooksOnPublishChangesInPlace(t *testing.T) {
+	h := new(Hooks)
+	h.Log = logger
+	require.NoError(t, h.Add(&topicHook{topic: "rewritten"}, nil))
+
+	pk := &packets.Packet{TopicName: "a/b", PacketID: 10}
+	require.NoError(t, h.OnPublish(new(Client), pk))
+	require.Equal(t, "rewritten", pk.TopicName)
+
+	failing := &modifiedHookBase{fail: true, err: packets.CodeSuccessIgnore}
+	require.NoError(t, h.Add(failing, nil))
+	pk = &packets.Packet{TopicName: "a/b", PacketID: 10}
+	require.ErrorIs(t, h.OnPublish(new(Client), pk), packets.CodeSuccessIgnore)
+	require.Equal(t, packets.Packet{TopicName: "a/b", PacketID: 10}, *pk, "no hook's change stays")
 }
 
 func TestHooksOnPacketRead(t *testing.T) {
@@ -366,19 +406,22 @@ func TestHooksOnPacketRead(t *testing.T) {
 	err := h.Add(hook, nil)
 	require.NoError(t, err)
 
-	pk, err := h.OnPacketRead(new(Client), packets.Packet{PacketID: 10})
+	pk := &packets.Packet{PacketID: 10}
+	err = h.OnPacketRead(new(Client), pk)
 	require.NoError(t, err)
 	require.Equal(t, uint16(10), pk.PacketID)
 
 	// coverage: failure
 	hook.fail = true
-	pk, err = h.OnPacketRead(new(Client), packets.Packet{PacketID: 10})
+	pk = &packets.Packet{PacketID: 10}
+	err = h.OnPacketRead(new(Client), pk)
 	require.NoError(t, err)
 	require.Equal(t, uint16(10), pk.PacketID)
 
 	// coverage: reject packet
 	hook.err = packets.ErrRejectPacket
-	pk, err = h.OnPacketRead(new(Client), packets.Packet{PacketID: 10})
+	pk = &packets.Packet{PacketID: 10}
+	err = h.OnPacketRead(new(Client), pk)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrRejectPacket)
 	require.Equal(t, uint16(10), pk.PacketID)
@@ -426,7 +469,8 @@ func TestHooksOnPacketEncode(t *testing.T) {
 	err := h.Add(hook, nil)
 	require.NoError(t, err)
 
-	pk := h.OnPacketEncode(new(Client), packets.Packet{PacketID: 10})
+	pk := &packets.Packet{PacketID: 10}
+	h.OnPacketEncode(new(Client), pk)
 	require.Equal(t, uint16(10), pk.PacketID)
 }
 
@@ -605,7 +649,8 @@ func TestHookBaseOnConnect(t *testing.T) {
 
 func TestHookBaseOnPublish(t *testing.T) {
 	h := new(HookBase)
-	pk, err := h.OnPublish(new(Client), packets.Packet{PacketID: 10})
+	pk := &packets.Packet{PacketID: 10}
+	err := h.OnPublish(new(Client), pk)
 	require.NoError(t, err)
 	require.Equal(t, uint16(10), pk.PacketID)
 }

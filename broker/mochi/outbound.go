@@ -154,7 +154,7 @@ func (cl *Client) drain() {
 		if !ok {
 			return
 		}
-		if err := cl.WritePacket(*pk); err != nil {
+		if err := cl.WritePacket(pk); err != nil {
 			cl.ops.log.Debug("failed publishing packet", "error", err, "client", cl.ID, "packet", pk)
 		}
 		atomic.AddInt32(&cl.State.outboundQty, -1)

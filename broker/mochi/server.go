@@ -469,11 +469,12 @@ func (s *Server) attachClient(cl *Client, listener string) error {
 //
 //go:noinline
 func (s *Server) connectClient(cl *Client, listener string) (counted bool, err error) {
-	pk, err := s.readConnectionPacket(cl)
+	pkp, err := s.readConnectionPacket(cl)
 	if err != nil {
 		return false, fmt.Errorf("read connection: %w", err)
 	}
 	cl.Net.bconn.release()
+	pk := *pkp
 
 	cl.ParseConnect(listener, pk)
 	if atomic.LoadInt64(&s.Info.ClientsConnected) >= s.Options.Capabilities.MaximumClients {
@@ -571,7 +572,7 @@ func (s *Server) detachClient(cl *Client, listener string, err error) {
 
 // readConnectionPacket reads the first incoming header for a connection, and if
 // acceptable, returns the valid connection packet.
-func (s *Server) readConnectionPacket(cl *Client) (pk packets.Packet, err error) {
+func (s *Server) readConnectionPacket(cl *Client) (pk *packets.Packet, err error) {
 	fh := new(packets.FixedHeader)
 	err = cl.ReadFixedHeader(fh)
 	if err != nil {
@@ -592,7 +593,7 @@ func (s *Server) readConnectionPacket(cl *Client) (pk packets.Packet, err error)
 
 // receivePacket processes an incoming packet for a client, and issues a disconnect to the client
 // if an error has occurred (if mqtt v5).
-func (s *Server) receivePacket(cl *Client, pk packets.Packet) error {
+func (s *Server) receivePacket(cl *Client, pk *packets.Packet) error {
 	err := s.processPacket(cl, pk)
 	if err != nil {
 		if code, ok := err.(packets.Code); ok &&
@@ -713,7 +714,7 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 			ReasonCode:     reason.Code, // [MQTT-3.2.2-8]
 			Properties:     *properties,
 		}
-		return cl.WritePacket(ack)
+		return cl.WritePacket(&ack)
 	}
 
 	if s.Options.Capabilities.MaximumQos < 2 {
@@ -740,13 +741,24 @@ func (s *Server) SendConnack(cl *Client, reason packets.Code, present bool, prop
 		ReasonCode:     reason.Code, // [MQTT-3.2.2-8]
 		Properties:     *properties,
 	}
-	return cl.WritePacket(ack)
+	return cl.WritePacket(&ack)
 }
 
 // processPacket processes an inbound packet for a client. Since the method is
 // typically called as a goroutine, errors are primarily for test checking purposes.
-func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
+//
+// It takes the packet by pointer and owns it: processPublish changes it
+// (origin, times, topic alias, the hooks' changes). v2.7.9 passed the
+// 800-byte value down the handlers, and each frame's copy doubled a
+// connection goroutine's stack while it handled a publish (docs/broker.md).
+// OnPacketProcessed sees the packet as it arrived, as in v2.7.9, where
+// processPublish and processSubscribe changed only their own copies.
+func (s *Server) processPacket(cl *Client, pk *packets.Packet) error {
 	var err error
+	processed := pk
+	if s.hooks.Provides(OnPacketProcessed) {
+		processed = clonePacket(pk)
+	}
 
 	switch pk.FixedHeader.Type {
 	case packets.Connect:
@@ -791,7 +803,7 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 		return fmt.Errorf("no valid packet available; %v", pk.FixedHeader.Type)
 	}
 
-	s.hooks.OnPacketProcessed(cl, pk, err)
+	s.hooks.OnPacketProcessed(cl, processed, err)
 	if err != nil {
 		return err
 	}
@@ -814,7 +826,7 @@ func (s *Server) processPacket(cl *Client, pk packets.Packet) error {
 func (s *Server) sendNextImmediate(cl *Client) {
 	next, ok := cl.State.Inflight.NextImmediate()
 	if ok {
-		_ = cl.WritePacket(next)
+		_ = cl.WritePacket(&next)
 		if ok := cl.State.Inflight.Delete(next.PacketID); ok {
 			atomic.AddInt64(&s.Info.Inflight, -1)
 		}
@@ -827,7 +839,7 @@ func (s *Server) sendNextImmediate(cl *Client) {
 // Not inlined into processPacket: see sendNextImmediate.
 //
 //go:noinline
-func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
+func (s *Server) processConnect(cl *Client, _ *packets.Packet) error {
 	s.sendLWT(cl)
 	return packets.ErrProtocolViolationSecondConnect // [MQTT-3.1.0-2]
 }
@@ -836,8 +848,8 @@ func (s *Server) processConnect(cl *Client, _ packets.Packet) error {
 // processPacket: see sendNextImmediate.
 //
 //go:noinline
-func (s *Server) processPingreq(cl *Client, _ packets.Packet) error {
-	return cl.WritePacket(packets.Packet{
+func (s *Server) processPingreq(cl *Client, _ *packets.Packet) error {
+	return cl.WritePacket(&packets.Packet{
 		FixedHeader: packets.FixedHeader{
 			Type: packets.Pingresp, // [MQTT-3.12.4-1]
 		},
@@ -939,7 +951,7 @@ func (s *Server) Unsubscribe(filter string, subscriptionId int) error {
 func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 	pk.ProtocolVersion = cl.Properties.ProtocolVersion
 
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, &pk)
 	if err != nil {
 		return err
 	}
@@ -952,8 +964,10 @@ func (s *Server) InjectPacket(cl *Client, pk packets.Packet) error {
 	return nil
 }
 
-// processPublish processes a Publish packet.
-func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
+// processPublish processes a Publish packet. It changes *pk, which it owns
+// (processPacket), and hands it to the subscribers by pointer, where each
+// delivery is a copy of its own (publishToClient).
+func (s *Server) processPublish(cl *Client, pk *packets.Packet) error {
 	if !cl.Net.Inline && !IsValidFilter(pk.TopicName, true) {
 		return s.ackRefusedTopic(cl, pk)
 	}
@@ -976,8 +990,7 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 			ackType = packets.Pubrec
 		}
 
-		ack := s.buildAck(pk.PacketID, ackType, 0, pk.Properties, packets.ErrNotAuthorized)
-		return cl.WritePacket(ack)
+		return s.writeAck(cl, pk, ackType, 0, packets.ErrNotAuthorized)
 	}
 
 	pk.Origin = cl.ID
@@ -989,14 +1002,8 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	}
 
 	if !cl.Net.Inline {
-		if pki, ok := cl.State.Inflight.Get(pk.PacketID); ok {
-			if pki.FixedHeader.Type == packets.Pubrec { // [MQTT-4.3.3-10]
-				ack := s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.ErrPacketIdentifierInUse)
-				return cl.WritePacket(ack)
-			}
-			if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
-				atomic.AddInt64(&s.Info.Inflight, -1)
-			}
+		if answered, err := s.reusedPacketID(cl, pk); answered {
+			return err
 		}
 	}
 
@@ -1008,19 +1015,16 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 		pk.FixedHeader.Qos = s.Options.Capabilities.MaximumQos // [MQTT-3.2.2-9] Reduce qos based on server max qos capability
 	}
 
-	pkx, err := s.hooks.OnPublish(cl, pk)
-	if err == nil {
-		pk = pkx
-	} else if errors.Is(err, packets.ErrRejectPacket) {
+	// OnPublish sets *pk to the hooks' packet if they accept it, and
+	// leaves it as it was if one returns an error.
+	switch err := s.hooks.OnPublish(cl, pk); {
+	case err == nil:
+	case errors.Is(err, packets.ErrRejectPacket):
 		return nil
-	} else if errors.Is(err, packets.CodeSuccessIgnore) {
+	case errors.Is(err, packets.CodeSuccessIgnore):
 		pk.Ignore = true
-	} else if cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)) {
-		err = cl.WritePacket(s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, err.(packets.Code)))
-		if err != nil {
-			return err
-		}
-		return nil
+	case cl.Properties.ProtocolVersion == 5 && pk.FixedHeader.Qos > 0 && errors.As(err, new(packets.Code)):
+		return s.writeAck(cl, pk, packets.Puback, 0, err.(packets.Code))
 	}
 
 	if pk.FixedHeader.Retain { // [MQTT-3.3.1-5] ![MQTT-3.3.1-8]
@@ -1036,36 +1040,8 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 		return nil
 	}
 
-	cl.State.Inflight.DecreaseReceiveQuota()
-	ack := s.buildAck(pk.PacketID, packets.Puback, 0, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.2-4] [MQTT-3.4.2.1]: 0x00, not a granted-QoS code
-	if pk.FixedHeader.Qos == 2 {
-		ack = s.buildAck(pk.PacketID, packets.Pubrec, 0, pk.Properties, packets.CodeSuccess) // [MQTT-3.3.4-1] [MQTT-4.3.3-8]
-	}
-
-	// A QoS 1 PUBACK completes the flow as it is written, so it does not
-	// enter the in-flight map: v2.7.9 set it there before the write and
-	// deleted it right after, and a Packet stored in a map is an 800-byte
-	// allocation of its own (18 % of the bytes BenchmarkQos1FanOut1
-	// allocated). The hooks still see it published and completed, in the
-	// same order. A PUBREC stays in flight until its PUBREL.
-	if pk.FixedHeader.Qos == 1 {
-		s.hooks.OnQosPublish(cl, ack, ack.Created, 0)
-	} else if ok := cl.State.Inflight.Set(ack); ok {
-		atomic.AddInt64(&s.Info.Inflight, 1)
-		s.hooks.OnQosPublish(cl, ack, ack.Created, 0)
-	}
-
-	err = cl.WritePacket(ack)
-	if err != nil {
-		if pk.FixedHeader.Qos == 1 && cl.State.Inflight.Set(ack) { // left in flight, as v2.7.9 left it: resent if the session resumes
-			atomic.AddInt64(&s.Info.Inflight, 1)
-		}
+	if err := s.ackPublish(cl, pk); err != nil {
 		return err
-	}
-
-	if pk.FixedHeader.Qos == 1 {
-		cl.State.Inflight.IncreaseReceiveQuota()
-		s.hooks.OnQosComplete(cl, ack)
 	}
 
 	s.publishToSubscribers(pk)
@@ -1074,12 +1050,89 @@ func (s *Server) processPublish(cl *Client, pk packets.Packet) error {
 	return nil
 }
 
+// writeAck writes the acknowledgement (buildAck) of pk of type ackType with
+// reason code. It is a call of its own (go:noinline) so that the ack's
+// packet value is not in its callers' frames, which are on a connection
+// goroutine's stack for every packet it handles (docs/broker.md, packets
+// by pointer).
+//
+//go:noinline
+func (s *Server) writeAck(cl *Client, pk *packets.Packet, ackType, qos byte, code packets.Code) error {
+	var ack packets.Packet
+	s.fillAck(&ack, pk.PacketID, ackType, qos, &pk.Properties, code)
+	return cl.WritePacket(&ack)
+}
+
+// reusedPacketID handles a publish whose packet id is in flight: a PUBREC
+// not yet released is answered with a PUBREC and the publish dropped
+// (answered) [MQTT-4.3.3-10]; anything else in flight under the id is
+// deleted [MQTT-4.3.2-5]. A call of its own for the in-flight packet's
+// value (writeAck).
+//
+//go:noinline
+func (s *Server) reusedPacketID(cl *Client, pk *packets.Packet) (answered bool, err error) {
+	pki, ok := cl.State.Inflight.Get(pk.PacketID)
+	if !ok {
+		return false, nil
+	}
+	if pki.FixedHeader.Type == packets.Pubrec { // [MQTT-4.3.3-10]
+		return true, s.writeAck(cl, pk, packets.Pubrec, 0, packets.ErrPacketIdentifierInUse)
+	}
+	if ok := cl.State.Inflight.Delete(pk.PacketID); ok { // [MQTT-4.3.2-5]
+		atomic.AddInt64(&s.Info.Inflight, -1)
+	}
+	return false, nil
+}
+
+// ackPublish acknowledges a QoS 1 or 2 publish (PUBACK, or PUBREC kept in
+// flight). It is a call of its own so that the acknowledgement's packet
+// values are not in processPublish's frame, below publishToSubscribers'
+// (docs/broker.md, packets by pointer).
+//
+//go:noinline
+func (s *Server) ackPublish(cl *Client, pk *packets.Packet) error {
+	cl.State.Inflight.DecreaseReceiveQuota()
+	ackType := packets.Puback // [MQTT-4.3.2-4] [MQTT-3.4.2.1]: 0x00, not a granted-QoS code
+	if pk.FixedHeader.Qos == 2 {
+		ackType = packets.Pubrec // [MQTT-3.3.4-1] [MQTT-4.3.3-8]
+	}
+	var ack packets.Packet
+	s.fillAck(&ack, pk.PacketID, ackType, 0, &pk.Properties, packets.CodeSuccess)
+
+	// A QoS 1 PUBACK completes the flow as it is written, so it does not
+	// enter the in-flight map: v2.7.9 set it there before the write and
+	// deleted it right after, and a Packet stored in a map is an 800-byte
+	// allocation of its own (18 % of the bytes BenchmarkQos1FanOut1
+	// allocated). The hooks still see it published and completed, in the
+	// same order. A PUBREC stays in flight until its PUBREL.
+	if pk.FixedHeader.Qos == 1 {
+		s.hooks.OnQosPublish(cl, &ack, ack.Created, 0)
+	} else if ok := setInflight(cl, &ack); ok {
+		atomic.AddInt64(&s.Info.Inflight, 1)
+		s.hooks.OnQosPublish(cl, &ack, ack.Created, 0)
+	}
+
+	err := cl.WritePacket(&ack)
+	if err != nil {
+		if pk.FixedHeader.Qos == 1 && setInflight(cl, &ack) { // left in flight, as v2.7.9 left it: resent if the session resumes
+			atomic.AddInt64(&s.Info.Inflight, 1)
+		}
+		return err
+	}
+
+	if pk.FixedHeader.Qos == 1 {
+		cl.State.Inflight.IncreaseReceiveQuota()
+		s.hooks.OnQosComplete(cl, &ack)
+	}
+	return nil
+}
+
 // ackRefusedTopic answers a publish to a topic clients may not publish to
 // ($SYS, or a topic name holding a wildcard) and drops it. v2.7.9 dropped it
 // without an acknowledgement, so a QoS 1 or 2 publisher waited for one
 // forever [MQTT-4.3.2-2]. The reason code is 0x87 for $SYS and 0x90 (topic
 // name invalid) otherwise; MQTT 3.1.1 acks carry no code.
-func (s *Server) ackRefusedTopic(cl *Client, pk packets.Packet) error {
+func (s *Server) ackRefusedTopic(cl *Client, pk *packets.Packet) error {
 	if pk.FixedHeader.Qos == 0 {
 		return nil
 	}
@@ -1091,36 +1144,32 @@ func (s *Server) ackRefusedTopic(cl *Client, pk packets.Packet) error {
 	if pk.FixedHeader.Qos == 2 {
 		ackType = packets.Pubrec
 	}
-	return cl.WritePacket(s.buildAck(pk.PacketID, ackType, 0, pk.Properties, code))
+	return s.writeAck(cl, pk, ackType, 0, code)
 }
 
 // retainMessage adds a message to a topic, and if a persistent store is provided,
 // adds the message to the store to be reloaded if necessary.
-func (s *Server) retainMessage(cl *Client, pk packets.Packet) {
+func (s *Server) retainMessage(cl *Client, pk *packets.Packet) {
 	if s.Options.Capabilities.RetainAvailable == 0 || pk.Ignore {
 		return
 	}
 
 	r := s.Topics.RetainMessage(pk.Copy(false))
-	s.hooks.OnRetainMessage(cl, pk, r)
+	s.hooks.OnRetainMessage(cl, *pk, r)
 	atomic.StoreInt64(&s.Info.Retained, int64(s.Topics.Retained.Len()))
 }
 
 // publishToSubscribers publishes a publish packet to all subscribers with matching topic filters.
-func (s *Server) publishToSubscribers(pk packets.Packet) {
+// It leaves *pk as it was, as v2.7.9 did with the value it took: a packet
+// without its creation or expiry time is stamped on a copy (stampedCopy),
+// and every delivery is a copy of its own (publishToClient).
+func (s *Server) publishToSubscribers(pk *packets.Packet) {
 	if pk.Ignore {
 		return
 	}
 
-	if pk.Created == 0 {
-		pk.Created = time.Now().Unix()
-	}
-
-	if pk.Expiry == 0 {
-		if expiry := minimum(s.Options.Capabilities.MaximumMessageExpiryInterval,
-			int64(pk.Properties.MessageExpiryInterval)); expiry > 0 {
-			pk.Expiry = pk.Created + expiry
-		}
+	if pk.Created == 0 || pk.Expiry == 0 && s.messageExpiry(pk) > 0 {
+		pk = s.stampedCopy(pk)
 	}
 
 	subscribers := s.Topics.Subscribers(pk.TopicName)
@@ -1132,8 +1181,8 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 		subscribers.MergeSharedSelected()
 	}
 
-	for _, inlineSubscription := range subscribers.InlineSubscriptions {
-		inlineSubscription.Handler(s.inlineClient, inlineSubscription.Subscription, pk)
+	if len(subscribers.InlineSubscriptions) > 0 {
+		s.publishToInline(subscribers.InlineSubscriptions, pk)
 	}
 
 	for id, subs := range subscribers.Subscriptions {
@@ -1146,14 +1195,71 @@ func (s *Server) publishToSubscribers(pk packets.Packet) {
 	}
 }
 
-func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packets.Packet) (packets.Packet, error) {
+// messageExpiry is the expiry interval pk's message gets: its own, capped
+// by the server's maximum [MQTT-3.3.2-5].
+func (s *Server) messageExpiry(pk *packets.Packet) int64 {
+	return minimum(s.Options.Capabilities.MaximumMessageExpiryInterval, int64(pk.Properties.MessageExpiryInterval))
+}
+
+// stampedCopy returns a copy of pk with its creation time and expiry set
+// where they were 0, for publishToSubscribers. The copy is on the heap
+// (go:noinline): on the caller's frame it would be on the stack of every
+// publish.
+//
+//go:noinline
+func (s *Server) stampedCopy(in *packets.Packet) *packets.Packet {
+	pk := *in
+	if pk.Created == 0 {
+		pk.Created = time.Now().Unix()
+	}
+	if pk.Expiry == 0 {
+		if expiry := s.messageExpiry(&pk); expiry > 0 {
+			pk.Expiry = pk.Created + expiry
+		}
+	}
+	return &pk
+}
+
+// setInflight sets pk in cl's in-flight messages (Inflight.Set). A call of
+// its own (go:noinline) so that the value Set takes is not in ackPublish's
+// frame, below the write of the acknowledgement.
+//
+//go:noinline
+func setInflight(cl *Client, pk *packets.Packet) bool {
+	return cl.State.Inflight.Set(*pk)
+}
+
+// clonePacket returns a shallow copy of pk on the heap (go:noinline: see
+// stampedCopy).
+//
+//go:noinline
+func clonePacket(pk *packets.Packet) *packets.Packet {
+	c := *pk
+	return &c
+}
+
+// publishToInline hands pk to the inline subscriptions' handlers, each a
+// copy, as v2.7.9 did. A call of its own so that the copy passed to the
+// handlers is not in publishToSubscribers' frame, below publishToClient's.
+//
+//go:noinline
+func (s *Server) publishToInline(subs map[int]InlineSubscription, pk *packets.Packet) {
+	for _, inlineSubscription := range subs {
+		inlineSubscription.Handler(s.inlineClient, inlineSubscription.Subscription, *pk)
+	}
+}
+
+// publishToClient delivers pk to cl as sub asks, and returns the packet
+// queued for cl: a copy of pk (pk itself when NoLocal skips cl). It never
+// changes *pk, which publishToSubscribers hands to every subscriber.
+func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk *packets.Packet) (*packets.Packet, error) {
 	if sub.NoLocal && pk.Origin == cl.ID {
 		return pk, nil // [MQTT-3.8.3-3]
 	}
 
 	out := pk.Copy(false)
 	if !s.hooks.OnACLCheck(cl, pk.TopicName, false) {
-		return out, packets.ErrNotAuthorized
+		return &out, packets.ErrNotAuthorized
 	}
 	if !sub.FwdRetainedFlag && ((cl.Properties.ProtocolVersion == 5 && !sub.RetainAsPublished) || cl.Properties.ProtocolVersion < 5) { // ![MQTT-3.3.1-13] [v3 MQTT-3.3.1-9]
 		out.FixedHeader.Retain = false // [MQTT-3.3.1-12]
@@ -1199,7 +1305,7 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 			// add hook?
 			atomic.AddInt64(&s.Info.InflightDropped, 1)
 			s.Log.Warn("client store quota reached", "client", cl.ID, "listener", cl.Net.Listener)
-			return out, packets.ErrQuotaExceeded
+			return &out, packets.ErrQuotaExceeded
 		}
 
 		i, err := cl.NextPacketID() // [MQTT-4.3.2-1] [MQTT-4.3.3-1]
@@ -1207,7 +1313,7 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 			s.hooks.OnPacketIDExhausted(cl, pk)
 			atomic.AddInt64(&s.Info.InflightDropped, 1)
 			s.Log.Warn("packet ids exhausted", "error", err, "client", cl.ID, "listener", cl.Net.Listener)
-			return out, packets.ErrQuotaExceeded
+			return &out, packets.ErrQuotaExceeded
 		}
 
 		out.PacketID = uint16(i) // [MQTT-2.2.1-4]
@@ -1215,7 +1321,7 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 
 		if ok := cl.State.Inflight.Set(out); ok { // [MQTT-4.3.2-3] [MQTT-4.3.3-3]
 			atomic.AddInt64(&s.Info.Inflight, 1)
-			s.hooks.OnQosPublish(cl, out, out.Created, 0)
+			s.hooks.OnQosPublish(cl, &out, out.Created, 0)
 			cl.State.Inflight.DecreaseSendQuota()
 		}
 
@@ -1224,7 +1330,7 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 		if succ := cl.State.successor.Load(); succ != nil {
 			if reg, ok := s.Clients.Get(cl.ID); ok && reg == succ && cl.State.Inflight.Delete(out.PacketID) {
 				atomic.AddInt64(&s.Info.Inflight, -1)
-				s.hooks.OnQosDropped(cl, out)
+				s.hooks.OnQosDropped(cl, &out)
 				return s.publishToClient(succ, sub, pk)
 			}
 		}
@@ -1232,16 +1338,16 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 		if sentQuota == 0 && atomic.LoadInt32(&cl.State.Inflight.maximumSendQuota) > 0 {
 			out.Expiry = -1
 			cl.State.Inflight.Set(out)
-			return out, nil
+			return &out, nil
 		}
 	}
 
 	if cl.Net.Conn == nil || cl.Closed() {
-		return out, packets.CodeDisconnect
+		return &out, packets.CodeDisconnect
 	}
 
 	if cl.enqueue(&out) {
-		return out, nil
+		return &out, nil
 	}
 	atomic.AddInt64(&s.Info.MessagesDropped, 1)
 	cl.ops.hooks.OnPublishDropped(cl, pk)
@@ -1251,12 +1357,12 @@ func (s *Server) publishToClient(cl *Client, sub packets.Subscription, pk packet
 			// also frees a write blocked on this client. No DISCONNECT
 			// packet: the client is not reading what is already queued.
 			cl.Stop(packets.ErrPendingClientWritesExceeded)
-			return out, packets.ErrPendingClientWritesExceeded
+			return &out, packets.ErrPendingClientWritesExceeded
 		}
 		cl.State.Inflight.Delete(out.PacketID) // packet was dropped due to irregular circumstances, so rollback inflight.
 		cl.State.Inflight.IncreaseSendQuota()
 	}
-	return out, packets.ErrPendingClientWritesExceeded
+	return &out, packets.ErrPendingClientWritesExceeded
 }
 
 func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, existed bool) {
@@ -1269,42 +1375,48 @@ func (s *Server) publishRetainedToClient(cl *Client, sub packets.Subscription, e
 	}
 
 	sub.FwdRetainedFlag = true
-	for _, pkv := range s.Topics.Messages(sub.Filter) { // [MQTT-3.8.4-4]
-		_, err := s.publishToClient(cl, sub, pkv)
+	pks := s.Topics.Messages(sub.Filter) // [MQTT-3.8.4-4]
+	for i := range pks {                 // by pointer: no 800-byte copy in this frame (docs/broker.md)
+		_, err := s.publishToClient(cl, sub, &pks[i])
 		if err != nil {
-			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "packet", pkv)
+			s.Log.Debug("failed to publish retained message", "error", err, "client", cl.ID, "listener", cl.Net.Listener, "packet", &pks[i])
 			continue
 		}
-		s.hooks.OnRetainPublished(cl, pkv)
+		s.hooks.OnRetainPublished(cl, &pks[i])
 	}
 }
 
 // buildAck builds a standardised ack message for Puback, Pubrec, Pubrel, Pubcomp packets.
 func (s *Server) buildAck(packetID uint16, pkt, qos byte, properties packets.Properties, reason packets.Code) packets.Packet {
-	if s.Options.Capabilities.Compatibilities.NoInheritedPropertiesOnAck {
-		properties = packets.Properties{}
-	}
-	if reason.Code >= packets.ErrUnspecifiedError.Code {
-		properties.ReasonString = reason.Reason
-	}
+	var pk packets.Packet
+	s.fillAck(&pk, packetID, pkt, qos, &properties, reason)
+	return pk
+}
 
-	pk := packets.Packet{
+// fillAck sets *pk to the ack buildAck builds, with a copy of *properties,
+// without the copies of a Packet and its Properties a call to buildAck puts
+// in the caller's frame (ackPublish, docs/broker.md).
+func (s *Server) fillAck(pk *packets.Packet, packetID uint16, pkt, qos byte, properties *packets.Properties, reason packets.Code) {
+	*pk = packets.Packet{
 		FixedHeader: packets.FixedHeader{
 			Type: pkt,
 			Qos:  qos,
 		},
 		PacketID:   packetID,    // [MQTT-2.2.1-5]
 		ReasonCode: reason.Code, // [MQTT-3.4.2-1]
-		Properties: properties,
 		Created:    time.Now().Unix(),
 		Expiry:     time.Now().Unix() + s.Options.Capabilities.MaximumMessageExpiryInterval,
 	}
-
-	return pk
+	if !s.Options.Capabilities.Compatibilities.NoInheritedPropertiesOnAck {
+		pk.Properties = *properties
+	}
+	if reason.Code >= packets.ErrUnspecifiedError.Code {
+		pk.Properties.ReasonString = reason.Reason
+	}
 }
 
 // processPuback processes a Puback packet, denoting completion of a QOS 1 packet sent from the server.
-func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
+func (s *Server) processPuback(cl *Client, pk *packets.Packet) error {
 	if _, ok := cl.State.Inflight.Get(pk.PacketID); !ok {
 		return nil // omit, but would be packets.ErrPacketIdentifierNotFound
 	}
@@ -1319,9 +1431,9 @@ func (s *Server) processPuback(cl *Client, pk packets.Packet) error {
 }
 
 // processPubrec processes a Pubrec packet, denoting receipt of a QOS 2 packet sent from the server.
-func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubrec(cl *Client, pk *packets.Packet) error {
 	if _, ok := cl.State.Inflight.Get(pk.PacketID); !ok { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
-		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.ErrPacketIdentifierNotFound))
+		return s.writeAck(cl, pk, packets.Pubrel, 1, packets.ErrPacketIdentifierNotFound)
 	}
 
 	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code || !pk.ReasonCodeValid() { // [MQTT-4.3.3-4]
@@ -1335,13 +1447,13 @@ func (s *Server) processPubrec(cl *Client, pk packets.Packet) error {
 	ack := s.buildAck(pk.PacketID, packets.Pubrel, 1, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-4] ![MQTT-4.3.3-6]
 	cl.State.Inflight.DecreaseReceiveQuota()                                              // -1 RECV QUOTA
 	cl.State.Inflight.Set(ack)                                                            // [MQTT-4.3.3-5]
-	return cl.WritePacket(ack)
+	return cl.WritePacket(&ack)
 }
 
 // processPubrel processes a Pubrel packet, denoting completion of a QOS 2 packet sent from the client.
-func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubrel(cl *Client, pk *packets.Packet) error {
 	if _, ok := cl.State.Inflight.Get(pk.PacketID); !ok { // [MQTT-4.3.3-7] [MQTT-4.3.3-13]
-		return cl.WritePacket(s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.ErrPacketIdentifierNotFound))
+		return s.writeAck(cl, pk, packets.Pubcomp, 0, packets.ErrPacketIdentifierNotFound)
 	}
 
 	if pk.ReasonCode >= packets.ErrUnspecifiedError.Code || !pk.ReasonCodeValid() { // [MQTT-4.3.3-9]
@@ -1355,7 +1467,7 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 	ack := s.buildAck(pk.PacketID, packets.Pubcomp, 0, pk.Properties, packets.CodeSuccess) // [MQTT-4.3.3-11]
 	cl.State.Inflight.Set(ack)
 
-	err := cl.WritePacket(ack)
+	err := cl.WritePacket(&ack)
 	if err != nil {
 		return err
 	}
@@ -1371,7 +1483,7 @@ func (s *Server) processPubrel(cl *Client, pk packets.Packet) error {
 }
 
 // processPubcomp processes a Pubcomp packet, denoting completion of a QOS 2 packet sent from the server.
-func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
+func (s *Server) processPubcomp(cl *Client, pk *packets.Packet) error {
 	// regardless of whether the pubcomp is a success or failure, we end the qos flow, delete inflight, and restore the quotas.
 	cl.State.Inflight.IncreaseReceiveQuota() // +1 RECV QUOTA
 	cl.State.Inflight.IncreaseSendQuota()    // +1 SENT QUOTA
@@ -1384,8 +1496,8 @@ func (s *Server) processPubcomp(cl *Client, pk packets.Packet) error {
 }
 
 // processSubscribe processes a Subscribe packet.
-func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
-	pk = s.hooks.OnSubscribe(cl, pk)
+func (s *Server) processSubscribe(cl *Client, pk *packets.Packet) error {
+	s.subscribeHooks(cl, pk)
 	code := packets.CodeSuccess
 	if _, ok := cl.State.Inflight.Get(pk.PacketID); ok {
 		code = packets.ErrPacketIdentifierInUse
@@ -1428,6 +1540,36 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 		}
 	}
 
+	if err := s.writeSuback(cl, pk, code, reasonCodes); err != nil {
+		return err
+	}
+
+	for i, sub := range pk.Filters { // [MQTT-3.3.1-9]
+		if reasonCodes[i] >= packets.ErrUnspecifiedError.Code {
+			continue
+		}
+
+		s.publishRetainedToClient(cl, sub, filterExisted[i])
+	}
+
+	return nil
+}
+
+// subscribeHooks sets *pk, which processSubscribe owns (processPacket), to
+// what the OnSubscribe hooks make of it. A call of its own (go:noinline) so
+// that the hooks' packet values are not in processSubscribe's frame, below
+// publishRetainedToClient's (docs/broker.md, packets by pointer).
+//
+//go:noinline
+func (s *Server) subscribeHooks(cl *Client, pk *packets.Packet) {
+	*pk = s.hooks.OnSubscribe(cl, *pk)
+}
+
+// writeSuback calls the OnSubscribed hooks and writes the SUBACK of pk.
+// A call of its own for its packet values (subscribeHooks).
+//
+//go:noinline
+func (s *Server) writeSuback(cl *Client, pk *packets.Packet, code packets.Code, reasonCodes []byte) error {
 	ack := packets.Packet{ // [MQTT-3.8.4-1] [MQTT-3.8.4-5]
 		FixedHeader: packets.FixedHeader{
 			Type: packets.Suback,
@@ -1443,31 +1585,18 @@ func (s *Server) processSubscribe(cl *Client, pk packets.Packet) error {
 		ack.Properties.ReasonString = code.Reason
 	}
 
-	s.hooks.OnSubscribed(cl, pk, reasonCodes)
-	err := cl.WritePacket(ack)
-	if err != nil {
-		return err
-	}
-
-	for i, sub := range pk.Filters { // [MQTT-3.3.1-9]
-		if reasonCodes[i] >= packets.ErrUnspecifiedError.Code {
-			continue
-		}
-
-		s.publishRetainedToClient(cl, sub, filterExisted[i])
-	}
-
-	return nil
+	s.hooks.OnSubscribed(cl, *pk, reasonCodes)
+	return cl.WritePacket(&ack)
 }
 
 // processUnsubscribe processes an unsubscribe packet.
-func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
+func (s *Server) processUnsubscribe(cl *Client, in *packets.Packet) error {
 	code := packets.CodeSuccess
-	if _, ok := cl.State.Inflight.Get(pk.PacketID); ok {
+	if _, ok := cl.State.Inflight.Get(in.PacketID); ok {
 		code = packets.ErrPacketIdentifierInUse
 	}
 
-	pk = s.hooks.OnUnsubscribe(cl, pk)
+	pk := s.hooks.OnUnsubscribe(cl, *in)
 	reasonCodes := make([]byte, len(pk.Filters))
 	for i, sub := range pk.Filters { // [MQTT-3.10.4-6] [MQTT-3.11.3-1]
 		if code != packets.CodeSuccess {
@@ -1501,7 +1630,7 @@ func (s *Server) processUnsubscribe(cl *Client, pk packets.Packet) error {
 	}
 
 	s.hooks.OnUnsubscribed(cl, pk)
-	return cl.WritePacket(ack)
+	return cl.WritePacket(&ack)
 }
 
 // UnsubscribeClient unsubscribes a client from all of their subscriptions.
@@ -1531,8 +1660,8 @@ func (s *Server) UnsubscribeClient(cl *Client) {
 // see sendNextImmediate.
 //
 //go:noinline
-func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
-	_, err := s.hooks.OnAuthPacket(cl, pk)
+func (s *Server) processAuth(cl *Client, pk *packets.Packet) error {
+	_, err := s.hooks.OnAuthPacket(cl, *pk)
 	if err != nil {
 		return err
 	}
@@ -1541,7 +1670,7 @@ func (s *Server) processAuth(cl *Client, pk packets.Packet) error {
 }
 
 // processDisconnect processes a Disconnect packet.
-func (s *Server) processDisconnect(cl *Client, pk packets.Packet) error {
+func (s *Server) processDisconnect(cl *Client, pk *packets.Packet) error {
 	if pk.Properties.SessionExpiryIntervalFlag {
 		if pk.Properties.SessionExpiryInterval > 0 && cl.Properties.Props.SessionExpiryInterval == 0 {
 			return packets.ErrProtocolViolationZeroNonZeroExpiry
@@ -1577,7 +1706,7 @@ func (s *Server) DisconnectClient(cl *Client, code packets.Code) error {
 
 	// We already have a code we are using to disconnect the client, so we are not
 	// interested if the write packet fails due to a closed connection (as we are closing it).
-	err := cl.WritePacket(out)
+	err := cl.WritePacket(&out)
 	if !s.Options.Capabilities.Compatibilities.PassiveClientDisconnect {
 		cl.Stop(code)
 		if code.Code >= packets.ErrUnspecifiedError.Code {
@@ -1637,7 +1766,7 @@ func (s *Server) publishSysTopics() {
 		pk.TopicName = topic
 		pk.Payload = []byte(payload)
 		s.Topics.RetainMessage(pk.Copy(false))
-		s.publishToSubscribers(pk)
+		s.publishToSubscribers(&pk)
 	}
 
 	s.hooks.OnSysInfoTick(info)
@@ -1695,10 +1824,10 @@ func (s *Server) publishWill(cl *Client, will Will) {
 
 	pk := willPacket(cl, modifiedLWT)
 	if pk.FixedHeader.Retain {
-		s.retainMessage(cl, pk)
+		s.retainMessage(cl, &pk)
 	}
 
-	s.publishToSubscribers(pk) // [MQTT-3.1.2-8]
+	s.publishToSubscribers(&pk) // [MQTT-3.1.2-8]
 	s.hooks.OnWillSent(cl, pk)
 }
 
@@ -1910,7 +2039,7 @@ func (s *Server) clearExpiredInflights(now int64) {
 	for _, client := range s.Clients.filter(func(c *Client) bool { return c.State.Inflight.Len() > 0 }) {
 		if deleted := client.ClearExpiredInflights(now, s.Options.Capabilities.MaximumMessageExpiryInterval); len(deleted) > 0 {
 			for _, id := range deleted {
-				s.hooks.OnQosDropped(client, packets.Packet{PacketID: id})
+				s.hooks.OnQosDropped(client, &packets.Packet{PacketID: id})
 			}
 		}
 	}

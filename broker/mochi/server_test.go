@@ -430,7 +430,7 @@ func TestServerReadConnectionPacket(t *testing.T) {
 	go func() {
 		pk, err := s.readConnectionPacket(cl)
 		require.NoError(t, err)
-		o <- pk
+		o <- *pk
 	}()
 
 	go func() {
@@ -1262,7 +1262,7 @@ func TestServerUnsubscribeClient(t *testing.T) {
 func TestServerProcessPacketFailure(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.processPacket(cl, packets.Packet{})
+	err := s.processPacket(cl, pkp(packets.Packet{}))
 	require.Error(t, err)
 }
 
@@ -1270,7 +1270,7 @@ func TestServerProcessPacketConnect(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Connect].Get(packets.TConnectClean).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Connect].Get(packets.TConnectClean).Packet))
 	require.Error(t, err)
 }
 
@@ -1279,7 +1279,7 @@ func TestServerProcessPacketPingreq(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1294,7 +1294,7 @@ func TestServerProcessPacketPingreqError(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Stop(packets.CodeDisconnect)
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pingreq].Get(packets.TPingreq).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -1303,7 +1303,7 @@ func TestServerProcessPacketPublishInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishInvalidQosMustPacketID).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishInvalidQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -1435,7 +1435,7 @@ func TestServerProcessPacketPublishAndReceive(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(sender, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+		err := s.processPacket(sender, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet))
 		require.NoError(t, err)
 		time.Sleep(time.Millisecond * 10)
 		_ = w1.Close()
@@ -1502,7 +1502,7 @@ func TestServerProcessPacketAndNextImmediate(t *testing.T) {
 	require.Equal(t, int32(5), cl.State.Inflight.sendQuota)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1523,7 +1523,7 @@ func TestServerProcessPublishAckFailure(t *testing.T) {
 	s.Clients.Add(cl)
 
 	_ = w.Close()
-	err := s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+	err := s.processPublish(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1541,7 +1541,7 @@ func TestServerProcessPublishOnPublishAckErrorRWError(t *testing.T) {
 	s.Clients.Add(cl)
 	_ = w.Close()
 
-	err = s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	err = s.processPublish(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -1561,7 +1561,7 @@ func TestServerProcessPublishOnPublishAckErrorContinue(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1600,7 +1600,7 @@ func TestServerProcessPublishOnPublishPkIgnore(t *testing.T) {
 	}()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 		_ = w2.Close()
@@ -1624,7 +1624,7 @@ func TestServerProcessPacketPublishMaximumReceive(t *testing.T) {
 	s.Clients.Add(cl)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrReceiveMaximum)
 		_ = w.Close()
@@ -1640,7 +1640,7 @@ func TestServerProcessPublishInvalidTopic(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err := s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishSpecDenySysTopic).Packet)
+	err := s.processPublish(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishSpecDenySysTopic).Packet))
 	require.NoError(t, err) // $SYS Topics should be ignored?
 }
 
@@ -1722,7 +1722,7 @@ func TestServerProcessPublishACLCheckDeny(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.processPublish(cl, tx.pk)
+				err := s.processPublish(cl, pkp(tx.pk))
 				require.ErrorIs(t, err, tx.expectErr)
 				_ = w.Close()
 			}()
@@ -1755,7 +1755,7 @@ func TestServerProcessPublishOnMessageRecvRejected(t *testing.T) {
 	_ = s.Serve()
 	defer s.Close()
 	cl, _, _ := newTestClient()
-	err = s.processPublish(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	err = s.processPublish(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet))
 	require.NoError(t, err) // packets rejected silently
 }
 
@@ -1764,7 +1764,7 @@ func TestServerProcessPacketPublishQos0(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1781,7 +1781,7 @@ func TestServerProcessPacketPublishQos1PacketIDInUse(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1800,7 +1800,7 @@ func TestServerProcessPacketPublishQos2PacketIDInUse(t *testing.T) {
 	atomic.StoreInt64(&s.Info.Inflight, 1)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2Mqtt5).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos2Mqtt5).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1816,7 +1816,7 @@ func TestServerProcessPacketPublishQos1(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1831,7 +1831,7 @@ func TestServerProcessPacketPublishQos2(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1847,7 +1847,7 @@ func TestServerProcessPacketPublishDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos2).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -1867,7 +1867,7 @@ func TestPublishToSubscribersSelfNoLocal(t *testing.T) {
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pkx.Origin = cl.ID
-		s.publishToSubscribers(pkx)
+		s.publishToSubscribers(pkp(pkx))
 		waitWrites(s)
 		_ = w.Close()
 	}()
@@ -1919,7 +1919,7 @@ func TestPublishToSubscribers(t *testing.T) {
 	}()
 
 	go func() {
-		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		s.publishToSubscribers(pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet))
 		waitWrites(s)
 		_ = w1.Close()
 		_ = w2.Close()
@@ -1962,7 +1962,7 @@ func TestPublishToSubscribersMessageExpiryDelta(t *testing.T) {
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pkx.Created = time.Now().Unix() - 30
-		s.publishToSubscribers(pkx)
+		s.publishToSubscribers(pkp(pkx))
 		waitWrites(s)
 		_ = w1.Close()
 	}()
@@ -1986,7 +1986,7 @@ func TestPublishToSubscribersIdentifiers(t *testing.T) {
 	require.True(t, subbed)
 
 	go func() {
-		s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+		s.publishToSubscribers(pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet))
 		waitWrites(s)
 		_ = w.Close()
 	}()
@@ -2011,7 +2011,7 @@ func TestPublishToSubscribersPkIgnore(t *testing.T) {
 	go func() {
 		pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 		pk.Ignore = true
-		s.publishToSubscribers(pk)
+		s.publishToSubscribers(pkp(pk))
 		waitWrites(s)
 		_ = w.Close()
 	}()
@@ -2040,7 +2040,7 @@ func TestPublishToClientServerDowngradeQos(t *testing.T) {
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkx)
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkp(pkx))
 		waitWrites(s)
 		_ = w.Close()
 	}()
@@ -2069,7 +2069,7 @@ func TestPublishToClientSubscriptionDowngradeQos(t *testing.T) {
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 		pkx.FixedHeader.Qos = 2
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkx)
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkp(pkx))
 		waitWrites(s)
 		_ = w.Close()
 	}()
@@ -2115,12 +2115,12 @@ func TestPublishToClientExceedClientWritesPending(t *testing.T) {
 	cl.State.Inflight.DecreaseSendQuota()
 	sendQuota--
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, packets.Packet{})
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkp(packets.Packet{}))
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrPendingClientWritesExceeded, err)
 	require.Equal(t, int32(sendQuota), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
 
-	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, packets.Packet{FixedHeader: packets.FixedHeader{Qos: 1}})
+	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 2}, pkp(packets.Packet{FixedHeader: packets.FixedHeader{Qos: 1}}))
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrPendingClientWritesExceeded, err)
 	require.Equal(t, int32(sendQuota), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -2135,8 +2135,8 @@ func TestPublishToClientServerTopicAlias(t *testing.T) {
 
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasicMqtt5).Packet
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
-		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkx)
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkp(pkx))
+		_, _ = s.publishToClient(cl, packets.Subscription{Filter: pkx.TopicName}, pkp(pkx))
 		waitWrites(s)
 		_ = w.Close()
 	}()
@@ -2161,7 +2161,7 @@ func TestPublishToClientMqtt3RetainFalseLeverageNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Net.Conn = nil
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet))
 	require.False(t, out.FixedHeader.Retain)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
@@ -2173,7 +2173,7 @@ func TestPublishToClientMqtt5RetainAsPublishedTrueLeverageNoConn(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	cl.Net.Conn = nil
 
-	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	out, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", RetainAsPublished: true}, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet))
 	require.True(t, out.FixedHeader.Retain)
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
@@ -2189,7 +2189,7 @@ func TestPublishToClientExceedMaximumInflight(t *testing.T) {
 		cl.State.Inflight.Set(packets.Packet{PacketID: i})
 	}
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrQuotaExceeded)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.InflightDropped))
@@ -2202,7 +2202,7 @@ func TestPublishToClientExhaustedPacketID(t *testing.T) {
 		cl.State.Inflight.Set(packets.Packet{PacketID: uint16(i)})
 	}
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c", Qos: 1}, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrQuotaExceeded)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.InflightDropped))
@@ -2216,7 +2216,7 @@ func TestPublishToClientACLNotAuthorized(t *testing.T) {
 	require.NoError(t, err)
 	cl, _, _ := newTestClient()
 
-	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	_, err = s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrNotAuthorized)
 }
@@ -2226,7 +2226,7 @@ func TestPublishToClientNoConn(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Net.Conn = nil
 
-	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet)
+	_, err := s.publishToClient(cl, packets.Subscription{Filter: "a/b/c"}, pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.CodeDisconnect)
 }
@@ -2247,7 +2247,7 @@ func TestProcessPublishWithTopicAlias(t *testing.T) {
 		pkx.Properties.SubscriptionIdentifier = []int{} // must not contain from client to server
 		pkx.TopicName = ""
 		pkx.Properties.TopicAlias = 1
-		_ = s.processPacket(cl2, pkx)
+		_ = s.processPacket(cl2, pkp(pkx))
 		waitWrites(s)
 		_ = w2.Close()
 		_ = w.Close()
@@ -2272,7 +2272,7 @@ func TestPublishToSubscribersExhaustedSendQuota(t *testing.T) {
 	_ = r.Close()
 	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 	pkx.PacketID = 0
-	s.publishToSubscribers(pkx)
+	s.publishToSubscribers(pkp(pkx))
 	waitWrites(s)
 	_ = w.Close()
 }
@@ -2293,7 +2293,7 @@ func TestPublishToSubscribersExhaustedPacketIDs(t *testing.T) {
 	_ = r.Close()
 	pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1).Packet
 	pkx.PacketID = 0
-	s.publishToSubscribers(pkx)
+	s.publishToSubscribers(pkp(pkx))
 	waitWrites(s)
 	_ = w.Close()
 }
@@ -2308,7 +2308,7 @@ func TestPublishToSubscribersNoConnection(t *testing.T) {
 	// coverage: subscriber publish errors are non-returnable
 	// can we hook into log/slog ?
 	_ = r.Close()
-	s.publishToSubscribers(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet)
+	s.publishToSubscribers(pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet))
 	waitWrites(s)
 	_ = w.Close()
 }
@@ -2376,7 +2376,7 @@ func TestNoRetainMessageIfUnavailable(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	s.retainMessage(new(Client), pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet))
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
 }
 
@@ -2387,7 +2387,7 @@ func TestNoRetainMessageIfPkIgnore(t *testing.T) {
 
 	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet
 	pk.Ignore = true
-	s.retainMessage(new(Client), pk)
+	s.retainMessage(new(Client), pkp(pk))
 	require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Retained))
 }
 
@@ -2396,7 +2396,7 @@ func TestNoRetainMessage(t *testing.T) {
 	cl, _, _ := newTestClient()
 	s.Clients.Add(cl)
 
-	s.retainMessage(new(Client), *packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet)
+	s.retainMessage(new(Client), pkp(*packets.TPacketData[packets.Publish].Get(packets.TPublishRetain).Packet))
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Retained))
 }
 
@@ -2423,7 +2423,7 @@ func TestServerProcessPacketPuback(t *testing.T) {
 			cl.State.Inflight.Set(packets.Packet{PacketID: pID})
 			atomic.AddInt64(&s.Info.Inflight, 1)
 
-			err := s.processPacket(cl, *tx.in.Packet)
+			err := s.processPacket(cl, pkp(*tx.in.Packet))
 			require.NoError(t, err)
 
 			require.Equal(t, int32(4), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -2443,7 +2443,7 @@ func TestServerProcessPacketPubackNoPacketID(t *testing.T) {
 	cl.State.Inflight.receiveQuota = 3
 
 	pk := *packets.TPacketData[packets.Puback].Get(packets.TPuback).Packet
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, pkp(pk))
 	require.NoError(t, err)
 
 	require.Equal(t, int32(3), atomic.LoadInt32(&cl.State.Inflight.sendQuota))
@@ -2467,7 +2467,7 @@ func TestServerProcessPacketPubrec(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2495,7 +2495,7 @@ func TestServerProcessPacketPubrecNoPacketID(t *testing.T) {
 	}()
 
 	pk := *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet // not sending properties
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, pkp(pk))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2510,7 +2510,7 @@ func TestServerProcessPacketPubrecInvalidReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrecInvalidReason).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pubrec].Get(packets.TPubrecInvalidReason).Packet))
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.Get(pID)
@@ -2523,7 +2523,7 @@ func TestServerProcessPacketPubrecFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pubrec].Get(packets.TPubrec).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2545,7 +2545,7 @@ func TestServerProcessPacketPubrel(t *testing.T) {
 		recv <- buf
 	}()
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2574,7 +2574,7 @@ func TestServerProcessPacketPubrelNoPacketID(t *testing.T) {
 	}()
 
 	pk := *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet // not sending properties
-	err := s.processPacket(cl, pk)
+	err := s.processPacket(cl, pkp(pk))
 	require.NoError(t, err)
 	_ = w.Close()
 
@@ -2590,7 +2590,7 @@ func TestServerProcessPacketPubrelFailure(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
 	cl.Stop(packets.CodeDisconnect)
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pubrel].Get(packets.TPubrel).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, cl.StopCause(), packets.CodeDisconnect)
 }
@@ -2600,7 +2600,7 @@ func TestServerProcessPacketPubrelBadReason(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
 	cl.State.Inflight.Set(packets.Packet{PacketID: pID})
-	err := s.processPacket(cl, *packets.TPacketData[packets.Pubrel].Get(packets.TPubrelInvalidReason).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Pubrel].Get(packets.TPubrelInvalidReason).Packet))
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), atomic.LoadInt64(&s.Info.Inflight))
 	_, ok := cl.State.Inflight.Get(pID)
@@ -2631,7 +2631,7 @@ func TestServerProcessPacketPubcomp(t *testing.T) {
 			cl.State.Inflight.Set(packets.Packet{PacketID: pID})
 			atomic.AddInt64(&s.Info.Inflight, 1)
 
-			err := s.processPacket(cl, *tx.in.Packet)
+			err := s.processPacket(cl, pkp(*tx.in.Packet))
 			require.NoError(t, err)
 			require.Equal(t, int64(0), atomic.LoadInt64(&s.Info.Inflight))
 
@@ -2686,7 +2686,7 @@ func TestServerProcessInboundQos2Flow(t *testing.T) {
 				recv <- buf
 			}()
 
-			err := s.processPacket(cl, *tx.in.Packet)
+			err := s.processPacket(cl, pkp(*tx.in.Packet))
 			require.NoError(t, err)
 			_ = w.Close()
 
@@ -2771,9 +2771,9 @@ func TestServerProcessOutboundQos2Flow(t *testing.T) {
 			}()
 
 			if i == 0 {
-				s.publishToSubscribers(*tx.in.Packet)
+				s.publishToSubscribers(pkp(*tx.in.Packet))
 			} else {
-				err := s.processPacket(cl, *tx.in.Packet)
+				err := s.processPacket(cl, pkp(*tx.in.Packet))
 				require.NoError(t, err)
 			}
 
@@ -2805,7 +2805,7 @@ func TestServerProcessPacketSubscribe(t *testing.T) {
 	cl, r, w := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -2824,7 +2824,7 @@ func TestServerProcessPacketSubscribePacketIDInUse(t *testing.T) {
 	pkx := *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMqtt5).Packet
 	pkx.PacketID = 15
 	go func() {
-		err := s.processPacket(cl, pkx)
+		err := s.processPacket(cl, pkp(pkx))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -2839,7 +2839,7 @@ func TestServerProcessPacketSubscribeInvalid(t *testing.T) {
 	cl, _, _ := newTestClient()
 	cl.Properties.ProtocolVersion = 5
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeSpecQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -2850,7 +2850,7 @@ func TestServerProcessPacketSubscribeInvalidFilter(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidFilter).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidFilter).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -2866,7 +2866,7 @@ func TestServerProcessPacketSubscribeInvalidSharedNoLocal(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -2884,7 +2884,7 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet))
 		require.NoError(t, err)
 
 		// The retained message is queued and written by a drain goroutine;
@@ -2909,7 +2909,7 @@ func TestServerProcessSubscribeDowngradeQos(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMany).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeMany).Packet))
 		require.NoError(t, err)
 
 		time.Sleep(time.Millisecond)
@@ -2931,7 +2931,7 @@ func TestServerProcessSubscribeWithRetainHandling1(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling1).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling1).Packet))
 		require.NoError(t, err)
 
 		time.Sleep(time.Millisecond)
@@ -2952,7 +2952,7 @@ func TestServerProcessSubscribeWithRetainHandling2(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling2).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainHandling2).Packet))
 		require.NoError(t, err)
 
 		time.Sleep(time.Millisecond)
@@ -2973,7 +2973,7 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 	require.Equal(t, int64(1), retained)
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainAsPublished).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainAsPublished).Packet))
 		require.NoError(t, err)
 
 		time.Sleep(time.Millisecond)
@@ -2992,7 +2992,7 @@ func TestServerProcessSubscribeNoConnection(t *testing.T) {
 	s := newServer()
 	cl, r, _ := newTestClient()
 	_ = r.Close()
-	err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+	err := s.processSubscribe(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, io.ErrClosedPipe)
 }
@@ -3006,7 +3006,7 @@ func TestServerProcessSubscribeACLCheckDeny(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processSubscribe(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3026,7 +3026,7 @@ func TestServerProcessSubscribeACLCheckDenyObscure(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 
 	go func() {
-		err := s.processSubscribe(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet)
+		err := s.processSubscribe(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribe).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3043,7 +3043,7 @@ func TestServerProcessSubscribeErrorDowngrade(t *testing.T) {
 	cl.State.packetID = 1 // just to match the same packet id (7) in the fixtures
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeInvalidSharedNoLocal).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3059,7 +3059,7 @@ func TestServerProcessPacketUnsubscribe(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	s.Topics.Subscribe(cl.ID, packets.Subscription{Filter: "a/b", Qos: 0})
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3076,7 +3076,7 @@ func TestServerProcessPacketUnsubscribePackedIDInUse(t *testing.T) {
 	cl.Properties.ProtocolVersion = 5
 	cl.State.Inflight.Set(packets.Packet{PacketID: 15, FixedHeader: packets.FixedHeader{Type: packets.Publish}})
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeMqtt5).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3090,7 +3090,7 @@ func TestServerProcessPacketUnsubscribePackedIDInUse(t *testing.T) {
 func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.processPacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3098,7 +3098,7 @@ func TestServerProcessPacketUnsubscribeInvalid(t *testing.T) {
 func TestServerReceivePacketError(t *testing.T) {
 	s := newServer()
 	cl, _, _ := newTestClient()
-	err := s.receivePacket(cl, *packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet)
+	err := s.receivePacket(cl, pkp(*packets.TPacketData[packets.Unsubscribe].Get(packets.TUnsubscribeSpecQosMustPacketID).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationNoPacketID)
 }
@@ -3111,7 +3111,7 @@ func TestServerRecievePacketDisconnectClientZeroNonZero(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 	go func() {
-		err := s.receivePacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+		err := s.receivePacket(cl, pkp(*packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet))
 		require.Error(t, err)
 		require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 		_ = w.Close()
@@ -3146,7 +3146,7 @@ func TestServerProcessPacketDisconnect(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")})
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet))
 	require.NoError(t, err)
 
 	require.Equal(t, 0, s.loop.willDelayed.Len())
@@ -3162,7 +3162,7 @@ func TestServerProcessPacketDisconnectNonZeroExpiryViolation(t *testing.T) {
 	cl.Properties.Props.RequestProblemInfo = 0
 	cl.Properties.Props.RequestProblemInfoFlag = true
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, err, packets.ErrProtocolViolationZeroNonZeroExpiry)
 }
@@ -3176,7 +3176,7 @@ func TestServerProcessPacketDisconnectDisconnectWithWillMessage(t *testing.T) {
 	s.loop.willDelayed.Add(cl.ID, packets.Packet{TopicName: "a/b/c", Payload: []byte("hello")})
 	require.Equal(t, 1, s.loop.willDelayed.Len())
 
-	err := s.processPacket(cl, *packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5DisconnectWithWillMessage).Packet)
+	err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Disconnect].Get(packets.TDisconnectMqtt5DisconnectWithWillMessage).Packet))
 	require.Error(t, err)
 
 	require.Equal(t, 1, s.loop.willDelayed.Len())
@@ -3188,7 +3188,7 @@ func TestServerProcessPacketAuth(t *testing.T) {
 	cl, r, w := newTestClient()
 
 	go func() {
-		err := s.processPacket(cl, *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet)
+		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet))
 		require.NoError(t, err)
 		_ = w.Close()
 	}()
@@ -3203,7 +3203,7 @@ func TestServerProcessPacketAuthInvalidReason(t *testing.T) {
 	cl, _, _ := newTestClient()
 	pkx := *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet
 	pkx.ReasonCode = 99
-	err := s.processPacket(cl, pkx)
+	err := s.processPacket(cl, pkp(pkx))
 	require.Error(t, err)
 	require.ErrorIs(t, packets.ErrProtocolViolationInvalidReason, err)
 }
@@ -3217,7 +3217,7 @@ func TestServerProcessPacketAuthFailure(t *testing.T) {
 	err := s.AddHook(hook, nil)
 	require.NoError(t, err)
 
-	err = s.processAuth(cl, *packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet)
+	err = s.processAuth(cl, pkp(*packets.TPacketData[packets.Auth].Get(packets.TAuth).Packet))
 	require.Error(t, err)
 	require.ErrorIs(t, errTestHook, err)
 }
@@ -3824,7 +3824,7 @@ func TestPublishToInlineSubscriber(t *testing.T) {
 
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
-		s.publishToSubscribers(pkx)
+		s.publishToSubscribers(pkp(pkx))
 	}()
 
 	require.Equal(t, true, <-finishCh)
@@ -3857,10 +3857,10 @@ func TestPublishToInlineSubscribersDifferentFilter(t *testing.T) {
 
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
-		s.publishToSubscribers(pkx)
+		s.publishToSubscribers(pkp(pkx))
 
 		pkx = *packets.TPacketData[packets.Publish].Get(packets.TPublishCopyBasic).Packet
-		s.publishToSubscribers(pkx)
+		s.publishToSubscribers(pkp(pkx))
 	}()
 
 	for i := 0; i < subNumber; i++ {
@@ -3895,7 +3895,7 @@ func TestPublishToInlineSubscribersDifferentIdentifier(t *testing.T) {
 
 	go func() {
 		pkx := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
-		s.publishToSubscribers(pkx)
+		s.publishToSubscribers(pkp(pkx))
 	}()
 
 	for i := 0; i < subNumber; i++ {
@@ -4090,11 +4090,11 @@ func TestServerProcessSubscribeRefusedByHook(t *testing.T) {
 	go func() { _, _ = io.Copy(io.Discard, r) }()
 	defer w.Close()
 
-	err := s.processSubscribe(cl, packets.Packet{
+	err := s.processSubscribe(cl, pkp(packets.Packet{
 		FixedHeader: packets.FixedHeader{Type: packets.Subscribe},
 		PacketID:    1,
 		Filters:     packets.Subscriptions{{Filter: "a/#"}, {Filter: "b/#"}},
-	})
+	}))
 	require.NoError(t, err)
 	require.Equal(t, 1, cl.State.Subscriptions.Len())
 	_, ok := cl.State.Subscriptions.Get("b/#")
@@ -4129,7 +4129,7 @@ func TestServerProcessPublishSysTopicAcked(t *testing.T) {
 	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishQos1Mqtt5).Packet
 	pk.TopicName = "$SYS/broker/x"
 	go func() {
-		require.NoError(t, s.processPublish(cl, pk))
+		require.NoError(t, s.processPublish(cl, pkp(pk)))
 		_ = w.Close()
 	}()
 	buf, err := io.ReadAll(r)
@@ -4155,13 +4155,13 @@ func TestPublishToClientIdentifiersAboveZero(t *testing.T) {
 	pk := *packets.TPacketData[packets.Publish].Get(packets.TPublishBasic).Packet
 
 	sub := packets.Subscription{Filter: "a/b/c"}
-	out, err := s.publishToClient(cl, sub.Merge(sub), pk)
+	out, err := s.publishToClient(cl, sub.Merge(sub), pkp(pk))
 	require.NoError(t, err)
 	require.Nil(t, out.Properties.SubscriptionIdentifier)
 
 	sub = packets.Subscription{Filter: "a/b/+", Identifier: 7}
 	merged := sub.Merge(sub).Merge(packets.Subscription{Filter: "a/#", Identifier: 3}).Merge(packets.Subscription{Filter: "a/b/c"})
-	out, err = s.publishToClient(cl, merged, pk)
+	out, err = s.publishToClient(cl, merged, pkp(pk))
 	require.NoError(t, err)
 	require.Equal(t, []int{3, 7}, out.Properties.SubscriptionIdentifier)
 }
@@ -4206,7 +4206,7 @@ func TestServerProcessPublishQos1AckOutsideInflight(t *testing.T) {
 		n, _ := r.Read(buf)
 		acked <- buf[:n]
 	}()
-	require.NoError(t, s.processPublish(cl, pk))
+	require.NoError(t, s.processPublish(cl, pkp(pk)))
 	ack := <-acked
 	require.Equal(t, byte(packets.Puback<<4), ack[0])
 	require.Equal(t, 0, cl.State.Inflight.Len())
@@ -4215,8 +4215,15 @@ func TestServerProcessPublishQos1AckOutsideInflight(t *testing.T) {
 	require.Equal(t, []string{"publish " + id, "complete " + id}, h.events)
 
 	_ = w.Close()
-	require.Error(t, s.processPublish(cl, pk))
+	require.Error(t, s.processPublish(cl, pkp(pk)))
 	_, ok := cl.State.Inflight.Get(pk.PacketID)
 	require.True(t, ok)
 	require.Equal(t, int64(1), atomic.LoadInt64(&s.Info.Inflight))
+}
+
+// pkp returns a pointer to a copy of pk, for the functions that take a
+// packet by pointer and may change it (processPacket): a test's fixture
+// stays as it was, as when they took values.
+func pkp(pk packets.Packet) *packets.Packet {
+	return &pk
 }
