@@ -155,7 +155,8 @@ type tx struct {
 	db   *DB
 	pool *sql.DB
 
-	unprepared []string // queries without a cached statement yet
+	unprepared []string              // queries without a cached statement yet
+	own        map[string]*sql.Stmt // those queries, prepared for this transaction (stmt)
 
 	write   uint64                          // a write transaction's number (DB.writes)
 	touched []int64                         // rollouts whose updated_at tx set (touchRollout)
@@ -200,16 +201,32 @@ type stmtKey struct {
 }
 
 // stmt returns q prepared for use in t. A statement seen for the first time
-// is prepared for this transaction only and remembered; run prepares it on
-// the pool once the transaction has released its connection (preparing on
-// the pool inside the transaction would wait for the writer's only
-// connection, which the transaction holds).
+// is prepared for this transaction only, once however often the
+// transaction runs it, and remembered; run prepares it on the pool once the
+// transaction has released its connection (preparing on the pool inside
+// the transaction would wait for the writer's only connection, which the
+// transaction holds). Preparing it again for each use kept every copy
+// alive until the commit: the first rollout of a process, which inserts an
+// execution per device in one transaction, held 10,000 prepared INSERTs,
+// ~50 MiB of SQLite's memory outside the Go heap that its allocator then
+// kept mapped (docs/benchmarks.md, issue 19, round six).
 func (t *tx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if v, ok := t.db.stmts.Load(stmtKey{t.pool, q}); ok {
 		return t.StmtContext(ctx, v.(*sql.Stmt)), nil
 	}
+	if s, ok := t.own[q]; ok {
+		return s, nil
+	}
+	s, err := t.Tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if t.own == nil {
+		t.own = map[string]*sql.Stmt{}
+	}
+	t.own[q] = s
 	t.unprepared = append(t.unprepared, q)
-	return t.Tx.PrepareContext(ctx, q)
+	return s, nil
 }
 
 // prepare caches the statements a finished transaction met for the first time.
