@@ -155,7 +155,7 @@ type tx struct {
 	db   *DB
 	pool *sql.DB
 
-	unprepared []string              // queries without a cached statement yet
+	unprepared []string             // queries without a cached statement yet
 	own        map[string]*sql.Stmt // those queries, prepared for this transaction (stmt)
 
 	write   uint64                          // a write transaction's number (DB.writes)
