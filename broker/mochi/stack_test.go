@@ -29,11 +29,7 @@ import (
 // It also checks that no idle client holds a read buffer (packetReader).
 func TestIdleConnectionStacksShrink(t *testing.T) {
 	const clients = 200
-	s := New(&Options{Logger: logger})
-	require.NoError(t, s.AddHook(new(AllowHook), nil))
-	require.NoError(t, s.Serve())
-	t.Cleanup(func() { _ = s.Close() }) // after serveLoopback's: its clients go first
-	dial := serveLoopback(t, s)
+	s, dial := allowServer(t, nil)
 
 	before := stackBytes()
 	for i := 0; i < clients; i++ {
@@ -147,12 +143,7 @@ func stackBytes() int64 {
 // growth of all stacks per client.
 func TestPacketHandlingStaysWithin8KiBStacks(t *testing.T) {
 	const clients = 100
-	s := New(&Options{Logger: logger})
-	s.Topics.Retained.CompressPayloadsAbove(1024, nil)
-	require.NoError(t, s.AddHook(new(AllowHook), nil))
-	require.NoError(t, s.Serve())
-	t.Cleanup(func() { _ = s.Close() }) // after serveLoopback's: its clients go first
-	dial := serveLoopback(t, s)
+	_, dial := allowServer(t, func(s *Server) { s.Topics.Retained.CompressPayloadsAbove(1024, nil) })
 
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	payload := []byte(`{"skills":[` + strings.Repeat(`{"id":"skill-x","version":"1.2.3","state":"running"},`, 40) + `{}]}`)
@@ -196,11 +187,7 @@ func TestPacketHandlingStaysWithin8KiBStacks(t *testing.T) {
 // deliveries come and go, and their stacks are reused).
 func TestPublishHandlingStaysWithin8KiBStacks(t *testing.T) {
 	const clients = 100
-	s := New(&Options{Logger: logger})
-	require.NoError(t, s.AddHook(new(AllowHook), nil))
-	require.NoError(t, s.Serve())
-	t.Cleanup(func() { _ = s.Close() }) // after serveLoopback's: its clients go first
-	dial := serveLoopback(t, s)
+	_, dial := allowServer(t, nil)
 
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	before := stackBytes()
@@ -252,6 +239,22 @@ func readPublishID(r io.Reader) (uint16, error) {
 	}
 	topicLen := int(binary.BigEndian.Uint16(body))
 	return binary.BigEndian.Uint16(body[2+topicLen:]), nil
+}
+
+// allowServer starts a server that lets every client in, after setup (if
+// any) has configured it, and returns it with a dialer of loopback
+// connections it serves (serveLoopback). The server closes at the test's
+// end, after the connections.
+func allowServer(t *testing.T, setup func(*Server)) (*Server, func() net.Conn) {
+	t.Helper()
+	s := New(&Options{Logger: logger})
+	if setup != nil {
+		setup(s)
+	}
+	require.NoError(t, s.AddHook(new(AllowHook), nil))
+	require.NoError(t, s.Serve())
+	t.Cleanup(func() { _ = s.Close() }) // after serveLoopback's: its clients go first
+	return s, serveLoopback(t, s)
 }
 
 // serveLoopback serves s's connections from a loopback listener until the
