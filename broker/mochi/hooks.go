@@ -96,7 +96,7 @@ type Hook interface {
 	OnSelectSubscribers(subs *Subscribers, pk packets.Packet) *Subscribers
 	OnUnsubscribe(cl *Client, pk packets.Packet) packets.Packet
 	OnUnsubscribed(cl *Client, pk packets.Packet)
-	OnPublish(cl *Client, pk *packets.Packet) error // modify a publish in place; an error discards the changes
+	OnPublish(cl *Client, pk *packets.Packet) error // modify a publish in place; on an error the packet's fields are restored (not bytes changed inside its slices)
 	OnPublished(cl *Client, pk packets.Packet)
 	OnPublishDropped(cl *Client, pk packets.Packet)
 	OnRetainMessage(cl *Client, pk packets.Packet, r int64)
