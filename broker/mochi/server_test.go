@@ -327,13 +327,12 @@ func TestServerServe(t *testing.T) {
 	err = s.Serve()
 	require.NoError(t, err)
 
-	time.Sleep(time.Millisecond)
-
 	require.Equal(t, 1, s.Listeners.Len())
 	listener, ok := s.Listeners.Get("t1")
 
 	require.Equal(t, true, ok)
-	require.Equal(t, true, listener.(*listeners.MockListener).IsServing())
+	// Serve starts the listener on a goroutine: poll, bounded (v2.7.9 slept 1 ms).
+	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
 }
 
 func TestServerServeFromConfig(t *testing.T) {
@@ -352,13 +351,12 @@ func TestServerServeFromConfig(t *testing.T) {
 	err := s.Serve()
 	require.NoError(t, err)
 
-	time.Sleep(time.Millisecond)
-
 	require.Equal(t, 1, s.Listeners.Len())
 	listener, ok := s.Listeners.Get("mock")
 
 	require.Equal(t, true, ok)
-	require.Equal(t, true, listener.(*listeners.MockListener).IsServing())
+	// Serve starts the listener on a goroutine: poll, bounded (v2.7.9 slept 1 ms).
+	require.Eventually(t, listener.(*listeners.MockListener).IsServing, 5*time.Second, time.Millisecond)
 }
 
 func TestServerServeFromConfigListenerError(t *testing.T) {
@@ -2889,7 +2887,7 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 
 		// The retained message is queued and written by a drain goroutine;
 		// closing after a fixed millisecond lost it on a loaded machine.
-		for atomic.LoadInt32(&cl.State.outboundQty) > 0 {
+		for end := time.Now().Add(5 * time.Second); atomic.LoadInt32(&cl.State.outboundQty) > 0 && time.Now().Before(end); {
 			time.Sleep(time.Millisecond)
 		}
 		_ = w.Close()
@@ -2976,7 +2974,11 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 		err := s.processPacket(cl, pkp(*packets.TPacketData[packets.Subscribe].Get(packets.TSubscribeRetainAsPublished).Packet))
 		require.NoError(t, err)
 
-		time.Sleep(time.Millisecond)
+		// The retained message is queued for the drain goroutine: close once
+		// it is written (bounded), not after a fixed millisecond.
+		for end := time.Now().Add(5 * time.Second); atomic.LoadInt32(&cl.State.outboundQty) > 0 && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
+		}
 		_ = w.Close()
 	}()
 
