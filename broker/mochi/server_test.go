@@ -2887,9 +2887,7 @@ func TestServerProcessSubscribeWithRetain(t *testing.T) {
 
 		// The retained message is queued and written by a drain goroutine;
 		// closing after a fixed millisecond lost it on a loaded machine.
-		for end := time.Now().Add(5 * time.Second); atomic.LoadInt32(&cl.State.outboundQty) > 0 && time.Now().Before(end); {
-			time.Sleep(time.Millisecond)
-		}
+		waitClientWrites(cl)
 		_ = w.Close()
 	}()
 
@@ -2976,9 +2974,7 @@ func TestServerProcessSubscribeWithNotRetainAsPublished(t *testing.T) {
 
 		// The retained message is queued for the drain goroutine: close once
 		// it is written (bounded), not after a fixed millisecond.
-		for end := time.Now().Add(5 * time.Second); atomic.LoadInt32(&cl.State.outboundQty) > 0 && time.Now().Before(end); {
-			time.Sleep(time.Millisecond)
-		}
+		waitClientWrites(cl)
 		_ = w.Close()
 	}()
 
@@ -4104,21 +4100,20 @@ func TestServerProcessSubscribeRefusedByHook(t *testing.T) {
 	require.False(t, ok, "a refused filter is not subscribed")
 }
 
-// waitWrites waits (at most 5 s) until every client's outbound queue has been
-// written: writes run on a goroutine started on demand (outbound.go), so a
-// fixed sleep before closing the pipe is not enough on a loaded machine.
+// waitWrites waits (at most 5 s for each) until every client's outbound
+// queue has been written: writes run on a goroutine started on demand
+// (outbound.go), so a fixed sleep before closing the pipe is not enough on a
+// loaded machine.
 func waitWrites(s *Server) {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		pending := false
-		for _, cl := range s.Clients.GetAll() {
-			if atomic.LoadInt32(&cl.State.outboundQty) > 0 {
-				pending = true
-			}
-		}
-		if !pending {
-			return
-		}
+	for _, cl := range s.Clients.GetAll() {
+		waitClientWrites(cl)
+	}
+}
+
+// waitClientWrites waits (at most 5 s) until cl's outbound queue has been
+// written.
+func waitClientWrites(cl *Client) {
+	for end := time.Now().Add(5 * time.Second); atomic.LoadInt32(&cl.State.outboundQty) > 0 && time.Now().Before(end); {
 		time.Sleep(time.Millisecond)
 	}
 }
