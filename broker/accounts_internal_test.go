@@ -7,6 +7,8 @@ import (
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
+
+	"github.com/chorus-edge/chorus/gateway/heapcost"
 )
 
 // TestAccountStateIsCompact: a device account with one live connection holds
@@ -54,15 +56,11 @@ func TestAccountStateIsCompact(t *testing.T) {
 		clients[i] = srv.NewClient(nil, "t", names[i], false)
 	}
 	many := &accounts{byName: make(map[string]*accountState, n)}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i, name := range names {
-		many.join(name, clients[i], name, 1, noBucket)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	per := heapcost.PerObject(n, func() {
+		for i, name := range names {
+			many.join(name, clients[i], name, 1, noBucket)
+		}
+	})
 	t.Logf("account state: %.0f bytes per account with one connection", per)
 	if per > 64 {
 		t.Fatalf("account state holds %.0f bytes per account with one connection, want at most 64", per)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/chorus-edge/chorus/gateway/heapcost"
 )
 
 // TestDeviceAccountIsCompact: a device account grants exactly what
@@ -36,15 +38,11 @@ func TestDeviceAccountIsCompact(t *testing.T) {
 		ids[i] = "pi-" + strconv.Itoa(100000+i)
 	}
 	held := make([]Account, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i, id := range ids {
-		held[i] = DeviceAccount(id, "sha256:00", nil, 1)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	per := heapcost.PerObject(n, func() {
+		for i, id := range ids {
+			held[i] = DeviceAccount(id, "sha256:00", nil, 1)
+		}
+	})
 	t.Logf("device account lists: %.0f bytes per device", per)
 	if per > 300 {
 		t.Fatalf("a device account's lists hold %.0f bytes, want at most 300", per)

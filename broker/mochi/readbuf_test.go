@@ -57,14 +57,8 @@ func TestPacketReaderHoldsABufferOnlyWhileBytesWait(t *testing.T) {
 			r := newPacketReader(&writes{chunks: tt.stream}, newReadBufferPool(16))
 			require.Nil(t, r.br, "a new reader holds no buffer")
 			for i, want := range tt.packets {
-				typ, err := r.ReadByte()
-				require.NoError(t, err)
+				typ, got := readShortPacket(t, r)
 				require.Equal(t, byte(0x30), typ, "packet %d: type byte", i)
-				n, err := r.ReadByte()
-				require.NoError(t, err)
-				got := make([]byte, n)
-				_, err = io.ReadFull(r, got)
-				require.NoError(t, err)
 				require.Equal(t, want, got, "packet %d", i)
 				r.release()
 				require.Equal(t, tt.holding[i], r.br != nil, "packet %d: holding a buffer", i)
@@ -74,6 +68,20 @@ func TestPacketReaderHoldsABufferOnlyWhileBytesWait(t *testing.T) {
 			require.Nil(t, r.br, "a reader at the end holds no buffer")
 		})
 	}
+}
+
+// readShortPacket reads one packet whose remaining length fits in one
+// byte from r: its type byte and its body.
+func readShortPacket(t *testing.T, r *packetReader) (byte, []byte) {
+	t.Helper()
+	typ, err := r.ReadByte()
+	require.NoError(t, err)
+	n, err := r.ReadByte()
+	require.NoError(t, err)
+	body := make([]byte, n)
+	_, err = io.ReadFull(r, body)
+	require.NoError(t, err)
+	return typ, body
 }
 
 // writes returns its chunks one per Read call (as a socket returns what
@@ -105,13 +113,7 @@ func TestPacketReaderReadsAShortPacketInOneCall(t *testing.T) {
 	w := &writes{chunks: [][]byte{{0x40, 2, 0, 7}, long}}
 	r := newPacketReader(w, newReadBufferPool(64))
 	for i, want := range [][]byte{{0, 7}, long[2:]} {
-		_, err := r.ReadByte()
-		require.NoError(t, err)
-		n, err := r.ReadByte()
-		require.NoError(t, err)
-		got := make([]byte, n)
-		_, err = io.ReadFull(r, got)
-		require.NoError(t, err)
+		_, got := readShortPacket(t, r)
 		require.Equal(t, want, got, "packet %d", i)
 		r.release()
 		require.Nil(t, r.br, "packet %d: holding a buffer", i)

@@ -2,12 +2,12 @@ package controller
 
 import (
 	"fmt"
-	"runtime"
 	"strconv"
 	"testing"
 
 	"github.com/chorus-edge/chorus/broker"
 	"github.com/chorus-edge/chorus/fleet"
+	"github.com/chorus-edge/chorus/gateway/heapcost"
 )
 
 // TestAvailabilityAction: what Reconcile does about the last message on a
@@ -66,19 +66,15 @@ func TestAvailNoteIsCompact(t *testing.T) {
 		topics[i] = fmt.Sprintf("chorus/v1/dev-%05d/availability", i)
 	}
 	b := newInbox()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i, tp := range topics {
-		m := broker.Message{Topic: tp, Payload: []byte("online"), QoS: 1, Retain: true,
-			User: []broker.UserProperty{{Key: "session", Value: strconv.Itoa(1000 + i)}}}
-		b.mu.Lock()
-		b.noteAvailabilityLocked(m)
-		b.mu.Unlock()
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	per := int64(heapcost.PerObject(n, func() {
+		for i, tp := range topics {
+			m := broker.Message{Topic: tp, Payload: []byte("online"), QoS: 1, Retain: true,
+				User: []broker.UserProperty{{Key: "session", Value: strconv.Itoa(1000 + i)}}}
+			b.mu.Lock()
+			b.noteAvailabilityLocked(m)
+			b.mu.Unlock()
+		}
+	}))
 	t.Logf("%d bytes per device", per)
 	if per > 160 {
 		t.Errorf("the inbox keeps %d bytes per device's availability, want at most 160", per)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-edge/chorus/gateway/heapcost"
 	"github.com/chorus-edge/chorus/gateway/state"
 )
 
@@ -73,16 +74,12 @@ func TestSatStateSkillsShared(t *testing.T) {
 	}
 	payload := skillsPayload(t, skills...)
 	sats := make([]*satState, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range sats {
-		sats[i] = &satState{}
-		sats[i].setSkills(payload)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	per := int64(heapcost.PerObject(n, func() {
+		for i := range sats {
+			sats[i] = &satState{}
+			sats[i].setSkills(payload)
+		}
+	}))
 	t.Logf("%d bytes per satellite", per)
 	if per > 200 {
 		t.Errorf("%d bytes per satellite, want at most 200", per)
