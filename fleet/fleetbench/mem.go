@@ -95,10 +95,15 @@ type MemClasses struct {
 	HeapReleased float64 `json:"heap_released"` // returned to the OS
 	Stacks       float64 `json:"stacks"`
 	Other        float64 `json:"other"` // GC metadata, runtime structures, profiling buckets
-	HeapLive     float64 `json:"heap_live_last_gc"`
-	HeapGoal     float64 `json:"heap_goal"`
-	Goroutines   uint64  `json:"goroutines"`
-	GCCycles     uint64  `json:"gc_cycles"`
+	// Metadata and ProfilingBuckets are parts of Other: the runtime's span,
+	// mcache and GC metadata, and the heap profile's buckets (which exist
+	// whenever runtime.MemProfileRate is not 0).
+	Metadata         float64 `json:"metadata"`
+	ProfilingBuckets float64 `json:"profiling_buckets"`
+	HeapLive         float64 `json:"heap_live_last_gc"`
+	HeapGoal         float64 `json:"heap_goal"`
+	Goroutines       uint64  `json:"goroutines"`
+	GCCycles         uint64  `json:"gc_cycles"`
 }
 
 var peakMetrics = []string{
@@ -112,6 +117,12 @@ var peakMetrics = []string{
 	"/gc/heap/goal:bytes",
 	"/sched/goroutines:goroutines",
 	"/gc/cycles/total:gc-cycles",
+	"/memory/classes/metadata/mcache/free:bytes",
+	"/memory/classes/metadata/mcache/inuse:bytes",
+	"/memory/classes/metadata/mspan/free:bytes",
+	"/memory/classes/metadata/mspan/inuse:bytes",
+	"/memory/classes/metadata/other:bytes",
+	"/memory/classes/profiling/buckets:bytes",
 }
 
 // peakSampler reads peakMetrics every PeakInterval until stopped and keeps
@@ -180,7 +191,8 @@ func (p *peakSampler) run() {
 		cycles := v(9)
 		c := MemClasses{HeapObjects: mib(objects), HeapUnused: mib(unused), HeapFree: mib(free), HeapReleased: mib(released),
 			Stacks: mib(stacks), Other: mib(total - objects - unused - free - released - stacks),
-			HeapLive: mib(v(6)), HeapGoal: mib(v(7)), Goroutines: v(8), GCCycles: cycles}
+			HeapLive: mib(v(6)), HeapGoal: mib(v(7)), Goroutines: v(8), GCCycles: cycles,
+			Metadata: mib(v(10) + v(11) + v(12) + v(13) + v(14)), ProfilingBuckets: mib(v(15))}
 		p.mu.Lock()
 		at := func(b uint64) PeakAt {
 			return PeakAt{MiB: mib(b), Phase: p.phase, AfterPhaseMs: ms(time.Since(p.phaseAt)), Breakdown: c}
