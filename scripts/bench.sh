@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench-results
+# a summary shows this run's figures only, never a file an earlier run left
+rm -rf "$out"
 mkdir -p "$out"
 FLEET_SIZES=${FLEET_SIZES:-"1000 10000"}
 tmp=$(mktemp -d)
@@ -184,9 +186,11 @@ for fo in (1, 10, 100):
 x = ratios.get((0, 1, 0))
 if x:
     d = x["deliveries_per_s_ratio"]
-    sl, al = x["subject_loss_pct"]["median"], x["anchor_loss_pct"]["median"]
+    sl, al = x["subject_loss_pct"], x["anchor_loss_pct"]
     row("broker QoS 0 fan-out 1: delivered/s", f"{x['subject_deliveries_per_s']['median']:.0f}/s (spread {d['min']:.2f}-{d['max']:.2f})", f"Mosquitto {x['anchor_deliveries_per_s']['median']:.0f}/s", d["median"], ">= 1.0", d["median"] >= 1.0)
-    row("broker QoS 0 fan-out 1: loss", f"{sl:.1f} %", f"Mosquitto {al:.1f} %", None, "<= Mosquitto's", sl <= al)
+    # judged by the worst round, not the median: a loss in one round of three is a loss
+    row("broker QoS 0 fan-out 1: loss", f"median {sl['median']:.1f} %, worst round {sl['max']:.1f} %", f"Mosquitto median {al['median']:.1f} %, worst {al['max']:.1f} %",
+        None, "<= Mosquitto's in every round", sl["max"] <= al["max"])
 else:
     row("broker QoS 0 fan-out 1", "no Mosquitto anchor", "", None, ">= Mosquitto", None)
 for name, label in (("agent-20.json", "agent 20 skills: idle VmRSS"), ("agent-only-20.json", "same, agent-only build")):

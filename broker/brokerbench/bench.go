@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/chorus-edge/chorus/broker"
@@ -28,6 +29,11 @@ type Config struct {
 	MachineLoad func() string
 	// Progress prints a line (stderr) after every run; nil prints nothing.
 	Progress func(format string, args ...any)
+	// Process, when set, returns the command of a broker process
+	// (ServeBroker) for a broker of kind (Kind*) with dataDir, and every
+	// broker Run starts runs in a process of its own, as the MQTTURL anchor
+	// does; nil starts them in this process, beside the load generator.
+	Process func(kind, dataDir string) *exec.Cmd
 }
 
 func (c *Config) setDefaults() {
@@ -86,12 +92,16 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, fmt.Errorf("make the bench directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	chorus, err := StartChorus(filepath.Join(dir, "broker"), 100)
+	start := Start
+	if cfg.Process != nil {
+		start = func(kind, dataDir string) (*Broker, error) { return StartProcess(cfg.Process(kind, dataDir)) }
+	}
+	chorus, err := start(KindChorus, filepath.Join(dir, "broker"))
 	if err != nil {
 		return Report{}, fmt.Errorf("start Chorus's broker: %w", err)
 	}
 	defer chorus.Close()
-	bare, err := StartBareMochi()
+	bare, err := start(KindBareMochi, "")
 	if err != nil {
 		return Report{}, fmt.Errorf("start bare mochi: %w", err)
 	}
@@ -99,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	cc := CompareConfig{Targets: []Target{chorus.Target, bare.Target}, Loads: cfg.Loads, Rounds: cfg.Rounds,
 		Pairs: [][2]string{{chorus.Name, bare.Name}}, Progress: progressLine(cfg.Progress)}
 	if cfg.NoStore {
-		nostore, err := StartChorus("", 100)
+		nostore, err := start(KindChorusNoStore, "")
 		if err != nil {
 			return Report{}, fmt.Errorf("start Chorus's broker without its store: %w", err)
 		}
@@ -120,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // Chorus's broker counters.
 func compare(ctx context.Context, cfg Config, cc CompareConfig, chorus *Broker) (Report, error) {
 	rep := Report{Rounds: cfg.Rounds, Load: cfg.MachineLoad(), Notes: []string{
-		"load generator and the embedded brokers share one process; the --mqtt-url broker (anchor) runs in its own",
+		placement(cfg.Process != nil),
 		"every load runs on every broker in each round, back to back, the brokers' order rotating from round to round; a ratio is taken within a round, the median over rounds is reported with its min and max",
 		"chorus-nostore (--nostore) is Chorus's broker without its SQLite store hook: it separates the policy hooks' cost from persistence",
 		fmt.Sprintf("both embedded brokers: max_client_writes_pending %d; 64-byte JSON payloads; 4 publishers, each synchronous at QoS 1", broker.DefaultWritesPending),
@@ -134,6 +144,14 @@ func compare(ctx context.Context, cfg Config, cc CompareConfig, chorus *Broker) 
 	rep.Notes = append(rep.Notes, fmt.Sprintf("chorus broker counters: %d received, %d sent, %d dropped, %d throttled",
 		st.MessagesReceived, st.MessagesSent, st.MessagesDropped, st.PublishesThrottled))
 	return rep, nil
+}
+
+// placement is the report's note on which process each broker ran in.
+func placement(ownProcesses bool) string {
+	if ownProcesses {
+		return "every broker runs in a process of its own (Chorus's and bare mochi's in `chorus bench broker-serve` children, the --mqtt-url anchor as started), the load generator in another"
+	}
+	return "load generator and the embedded brokers share one process (--in-process); the --mqtt-url broker (anchor) runs in its own"
 }
 
 // progressLine is Compare's progress as one line per run.

@@ -14,8 +14,9 @@ import (
 // Broker is a broker started for a run.
 type Broker struct {
 	Target
-	close func() error
-	stats func() broker.Stats
+	secrets map[string]string // StartChorus's account secrets (ServeBroker sends them)
+	close   func() error
+	stats   func() broker.Stats
 }
 
 // Close stops the broker.
@@ -35,8 +36,8 @@ func (b *Broker) Stats() broker.Stats {
 // rate limit is raised out of the way (its bucket is still checked on every
 // publish) so it measures the hooks' cost, not the limit.
 func StartChorus(dataDir string, clients int) (*Broker, error) {
-	var accts []broker.Account
 	secrets := map[string]string{}
+	var accts []broker.Account
 	for _, role := range []string{"pub", "sub"} {
 		for i := range clients {
 			name := fmt.Sprintf("%s%d", role, i)
@@ -59,15 +60,21 @@ func StartChorus(dataDir string, clients int) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	login := func(role string, i int) (string, string) {
+	name := KindChorus
+	if dataDir == "" {
+		name = KindChorusNoStore
+	}
+	return &Broker{Target: Target{Name: name, Addr: b.Addr(), Login: chorusLogin(secrets)}, secrets: secrets,
+		close: b.Close, stats: b.Stats}, nil
+}
+
+// chorusLogin is the Login of a broker StartChorus started, from the
+// secrets of its accounts (by "pub0", "sub3", ...).
+func chorusLogin(secrets map[string]string) func(role string, i int) (string, string) {
+	return func(role string, i int) (string, string) {
 		name := fmt.Sprintf("%s%d", role, i)
 		return "operator:bench-" + name, secrets[name]
 	}
-	name := "chorus"
-	if dataDir == "" {
-		name = "chorus-nostore"
-	}
-	return &Broker{Target: Target{Name: name, Addr: b.Addr(), Login: login}, close: b.Close, stats: b.Stats}, nil
 }
 
 // allowHook is mochi's auth.AllowHook, written out because importing
@@ -103,5 +110,5 @@ func StartBareMochi() (*Broker, error) {
 	if err := srv.Serve(); err != nil {
 		return nil, err
 	}
-	return &Broker{Target: Target{Name: "mochi-bare", Addr: ln.Address()}, close: srv.Close}, nil
+	return &Broker{Target: Target{Name: KindBareMochi, Addr: ln.Address()}, close: srv.Close}, nil
 }

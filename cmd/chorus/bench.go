@@ -14,7 +14,7 @@ import (
 // prints a table, or JSON with --json.
 func (a *app) newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure fleet convergence, broker overhead and agent footprint"}
-	cmd.AddCommand(a.newBenchFleetCmd(), a.newBenchBrokerCmd(), a.newBenchAttackCmd(), a.newBenchAgentCmd(), a.newBenchDevicesCmd())
+	cmd.AddCommand(a.newBenchFleetCmd(), a.newBenchBrokerCmd(), a.newBenchBrokerServeCmd(), a.newBenchAttackCmd(), a.newBenchAgentCmd(), a.newBenchDevicesCmd())
 	return cmd
 }
 

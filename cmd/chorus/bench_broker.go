@@ -4,6 +4,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -16,8 +18,8 @@ import (
 
 func (a *app) newBenchBrokerCmd() *cobra.Command {
 	var (
-		jsonOut bool
-		cfg     brokerbench.Config
+		jsonOut, inProc bool
+		cfg             brokerbench.Config
 	)
 	cmd := &cobra.Command{
 		Use:   "broker",
@@ -29,6 +31,9 @@ func (a *app) newBenchBrokerCmd() *cobra.Command {
 			}
 			a.benchLogger(cmd)
 			cfg.MachineLoad, cfg.Progress = agentbench.LoadAvg, a.progress
+			if !inProc {
+				cfg.Process = a.brokerProcess
+			}
 			rep, err := brokerbench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -41,6 +46,40 @@ func (a *app) newBenchBrokerCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&cfg.Scale, "scale", 1, "multiply every message count")
 	cmd.Flags().IntVar(&cfg.Rounds, "rounds", 3, "rounds over which the brokers alternate (at least 3); ratios are the median over rounds")
 	cmd.Flags().BoolVar(&cfg.NoStore, "nostore", false, "also run Chorus's broker without its store hook (chorus-nostore)")
+	cmd.Flags().BoolVar(&inProc, "in-process", false, "run Chorus's broker and bare mochi in this process, beside the load generator (default: each in a child `chorus bench broker-serve`, as the --mqtt-url broker runs in its own)")
+	return cmd
+}
+
+// brokerProcess is the command of a child `chorus bench broker-serve` for
+// brokerbench.Config.Process; its stderr is this process's.
+func (a *app) brokerProcess(kind, dataDir string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	child := exec.Command(exe, "bench", "broker-serve", "--kind", kind, "--data-dir", dataDir)
+	child.Stderr = a.stderr
+	return child
+}
+
+// newBenchBrokerServeCmd is the child side of `bench broker` (hidden): one
+// broker in a process of its own. Chorus's brokers run with the gateway's
+// garbage-collection setting, as `chorus up` runs them; bare mochi with
+// Go's default.
+func (a *app) newBenchBrokerServeCmd() *cobra.Command {
+	var kind, dataDir string
+	cmd := &cobra.Command{
+		Use: "broker-serve", Hidden: true, Args: cobra.NoArgs,
+		Short: "Run one broker for `chorus bench broker` (its address on stdout; stdin: stats requests, EOF stops it)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kind != brokerbench.KindBareMochi {
+				tuneGatewayGC()
+			}
+			return brokerbench.ServeBroker(cmd.Context(), kind, dataDir, os.Stdin, a.stdout)
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", brokerbench.KindChorus, "the broker: chorus, chorus-nostore or mochi-bare")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "the store's directory (chorus)")
 	return cmd
 }
 

@@ -6,8 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-edge/chorus/broker/brokerbench"
 )
 
 // TestBenchFleetSmoke runs `chorus bench fleet --devices 20` in process so
@@ -132,5 +136,38 @@ func TestBenchFleetMemoryLimitOnlyInProcess(t *testing.T) {
 		"--token", "t", "--mqtt-url", "mqtt://127.0.0.1:1", "--memory-limit", "512MiB"})
 	if code == 0 || !bytes.Contains(errOut.Bytes(), []byte("--memory-limit")) {
 		t.Fatalf("exit %d, stderr %q; want a refusal naming --memory-limit", code, errOut.String())
+	}
+}
+
+// TestBenchBrokerSmoke runs the chorus binary's `bench broker` at a tiny
+// scale, as a user does: Chorus's broker and bare mochi run in child
+// `chorus bench broker-serve` processes by default, every message of every
+// load arrives, and the report says where the brokers ran and carries
+// Chorus's counters from its process.
+func TestBenchBrokerSmoke(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // a bound, not the expected time (seconds)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, chorusBin, "bench", "broker", "--rounds", "3", "--scale", "0.002", "--json").Output()
+	if err != nil {
+		t.Fatalf("chorus bench broker: %v\n%s", err, out)
+	}
+	var rep brokerbench.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	brokers := map[string]int{}
+	for _, r := range rep.Results {
+		brokers[r.Broker]++
+		if r.QoS == 1 && (r.Delivered != int64(r.Expected) || r.Expected == 0) {
+			t.Errorf("%s QoS 1: delivered %d of %d", r.Broker, r.Delivered, r.Expected)
+		}
+	}
+	if brokers["chorus"] != 21 || brokers["mochi-bare"] != 21 {
+		t.Errorf("runs per broker %v, want 21 each (7 loads × 3 rounds)", brokers)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	if !strings.Contains(notes, "process of its own") || !strings.Contains(notes, "chorus broker counters: ") || strings.Contains(notes, "counters: 0 received") {
+		t.Errorf("notes %q: want the placement and Chorus's counters from its process", notes)
 	}
 }
