@@ -48,7 +48,7 @@ func (p *policy) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 		}
 		cl.ID = id
 	}
-	p.sessions.Store(cl, s)
+	p.sessions.store(cl, s)
 	if pc, ok := cl.Net.Conn.(*preauthConn); ok {
 		pc.authenticated()
 	}

@@ -3,7 +3,6 @@ package broker
 import (
 	"bytes"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +28,7 @@ type policy struct {
 	// sessions holds a *session per authenticated connection, keyed by the
 	// client, from OnConnect until OnDisconnect (or the sweep, for a client
 	// that failed before mochi's disconnect hook).
-	sessions sync.Map
+	sessions clientMap[*session]
 	accounts accounts
 	stats    counters
 
@@ -76,10 +75,8 @@ func (p *policy) Provides(b byte) bool {
 
 // session returns the policy's state of an authenticated client, or nil.
 func (p *policy) session(cl *mqtt.Client) *session {
-	if v, ok := p.sessions.Load(cl); ok {
-		return v.(*session)
-	}
-	return nil
+	s, _ := p.sessions.load(cl)
+	return s
 }
 
 // OnACLCheck decides subscriptions and each delivery (read). A publish
@@ -95,11 +92,10 @@ func (p *policy) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 }
 
 func (p *policy) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
-	s := p.session(cl)
-	if s == nil {
+	s, ok := p.sessions.remove(cl)
+	if !ok {
 		return
 	}
-	p.sessions.Delete(cl)
 	p.accounts.leave(s.username, cl)
 	p.gone(s.username)
 	if cause := cl.StopCause(); cause == packets.ErrPendingClientWritesExceeded {
@@ -112,13 +108,16 @@ func (p *policy) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
 // skips it when a client fails between authentication and the end of its
 // CONNACK) and forgets accounts that are gone and whose bucket has refilled.
 func (p *policy) OnSysInfoTick(*system.Info) {
-	p.sessions.Range(func(k, v any) bool {
-		if cl := k.(*mqtt.Client); cl.Closed() {
-			p.sessions.Delete(cl)
-			p.accounts.leave(v.(*session).username, cl)
-			p.gone(v.(*session).username)
+	p.sessions.each(func(cl *mqtt.Client, _ *session) {
+		if !cl.Closed() {
+			return
 		}
-		return true
+		// Removed here or by OnDisconnect, whichever comes first: the
+		// account is left once.
+		if s, ok := p.sessions.remove(cl); ok {
+			p.accounts.leave(s.username, cl)
+			p.gone(s.username)
+		}
 	})
 	p.accounts.sweep(p.cfg.Now())
 }
@@ -128,19 +127,15 @@ func (p *policy) OnSysInfoTick(*system.Info) {
 func (p *policy) replace(t *Table) []*mqtt.Client {
 	p.table.Store(t)
 	var gone []*mqtt.Client
-	p.sessions.Range(func(k, v any) bool {
-		s := v.(*session)
+	p.sessions.each(func(cl *mqtt.Client, s *session) {
 		if _, err := t.Authenticate(s.username, s.password); err != nil {
-			gone = append(gone, k.(*mqtt.Client))
+			gone = append(gone, cl)
 		}
-		return true
 	})
 	return gone
 }
 
 // sessionCount counts the authenticated connections the policy tracks (tests).
 func (p *policy) sessionCount() int {
-	n := 0
-	p.sessions.Range(func(_, _ any) bool { n++; return true })
-	return n
+	return p.sessions.len()
 }

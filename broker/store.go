@@ -47,7 +47,7 @@ type store struct {
 	// (store_session.go); mochi may change a client's session expiry on its
 	// own goroutine (DISCONNECT), so it is decided once and not read again
 	// from other goroutines.
-	conn sync.Map // *mqtt.Client → sessionKind
+	conn clientMap[sessionKind]
 
 	// mu guards pending, stopped and clients. Nothing under it does I/O.
 	mu      sync.Mutex

@@ -37,11 +37,11 @@ func (s *store) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 // (both run on the client's goroutine before it reads a packet).
 func (s *store) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
 	if expiresWithConnection(cl) {
-		s.conn.Store(cl, sessionClean)
+		s.conn.store(cl, sessionClean)
 		s.forgetClient(cl.ID)
 		return
 	}
-	s.conn.Store(cl, sessionStored)
+	s.conn.store(cl, sessionStored)
 	s.saveClient(cl)
 }
 
@@ -82,12 +82,12 @@ func (s *store) saveClient(cl *mqtt.Client) {
 // meanwhile and after (store_session.go).
 func (s *store) OnDisconnect(cl *mqtt.Client, _ error, expire bool) {
 	if kind, _ := s.connKind(cl); kind == sessionClean {
-		s.conn.Delete(cl) // stopped keeps it marked clean
+		_, _ = s.conn.remove(cl) // stopped keeps it marked clean
 		return
 	}
 	takenOver := cl.StopCause() == packets.ErrSessionTakenOver
 	if !expire && !takenOver {
-		s.conn.Delete(cl) // offline; its session stays stored
+		_, _ = s.conn.remove(cl) // offline; its session stays stored
 		return
 	}
 	s.stopSession(cl, sessionEnded)

@@ -49,7 +49,7 @@ func (s *store) stopSession(cl *mqtt.Client, kind sessionKind) {
 	if was != sessionClean { // a clean session stays clean
 		s.stopped[wp] = kind
 	}
-	s.conn.Delete(cl)
+	_, _ = s.conn.remove(cl)
 	s.mu.Unlock()
 	if !known {
 		runtime.AddCleanup(cl, s.releaseSession, wp)
@@ -63,16 +63,17 @@ func (s *store) releaseSession(wp weak.Pointer[mqtt.Client]) {
 	s.mu.Unlock()
 }
 
-// connKind is cl's kind while it is connected and established, lock-free.
+// connKind is cl's kind while it is connected and established, without
+// s.mu (under conn's read lock only).
 func (s *store) connKind(cl *mqtt.Client) (sessionKind, bool) {
-	v, ok := s.conn.Load(cl)
+	v, ok := s.conn.load(cl)
 	if !ok {
 		return sessionStored, false
 	}
-	return v.(sessionKind), true
+	return v, true
 }
 
-// connClean reports, lock-free, whether cl is a connected clean session:
+// connClean reports, without s.mu, whether cl is a connected clean session:
 // the hot paths' early exit (a clean session never changes back).
 func (s *store) connClean(cl *mqtt.Client) bool {
 	k, _ := s.connKind(cl)

@@ -59,7 +59,9 @@ func newTestClient() (cl *Client, r net.Conn, w net.Conn) {
 }
 
 func TestNewInflights(t *testing.T) {
-	require.NotNil(t, NewInflights().internal)
+	i := NewInflights()
+	require.Equal(t, 0, i.Len())
+	require.Nil(t, i.internal) // made by the first Set
 }
 
 func TestNewClients(t *testing.T) {
@@ -135,7 +137,7 @@ func TestNewClient(t *testing.T) {
 	cl, _, _ := newTestClient()
 
 	require.NotNil(t, cl)
-	require.NotNil(t, cl.State.Inflight.internal)
+	require.NotNil(t, cl.State.Inflight)
 	require.NotNil(t, cl.State.Subscriptions)
 	require.NotNil(t, cl.State.TopicAliases)
 	require.Equal(t, defaultKeepalive, cl.State.Keepalive)
@@ -312,6 +314,7 @@ func TestClientNextPacketIDInUse(t *testing.T) {
 
 func TestClientNextPacketIDExhausted(t *testing.T) {
 	cl, _, _ := newTestClient()
+	cl.State.Inflight.internal = map[uint16]packets.Packet{} // made by the first Set otherwise
 	for i := uint32(1); i <= cl.ops.options.Capabilities.maximumPacketID; i++ {
 		cl.State.Inflight.internal[uint16(i)] = packets.Packet{PacketID: uint16(i)}
 	}
@@ -324,6 +327,7 @@ func TestClientNextPacketIDExhausted(t *testing.T) {
 
 func TestClientNextPacketIDOverflow(t *testing.T) {
 	cl, _, _ := newTestClient()
+	cl.State.Inflight.internal = map[uint16]packets.Packet{} // made by the first Set otherwise
 	for i := uint32(0); i < cl.ops.options.Capabilities.maximumPacketID; i++ {
 		cl.State.Inflight.internal[uint16(i)] = packets.Packet{}
 	}

@@ -3,6 +3,7 @@
 package mqtt
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -100,5 +101,92 @@ func TestInflightReleasesEmptiedMaps(t *testing.T) {
 	perClient := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
 	t.Logf("in-flight maps after one message: %.0f bytes more per idle client", perClient)
 	require.Less(t, perClient, 32.0)
+	runtime.KeepAlive(held)
+}
+
+// TestSubscriptionSetsStaySmall: a set of a few subscriptions is a slice of
+// values, and a larger one a map (fork patch "small subscription sets",
+// broker.md); every operation behaves the same on both sides of the switch.
+func TestSubscriptionSetsStaySmall(t *testing.T) {
+	for _, n := range []int{1, fewSubscriptions, fewSubscriptions + 1, 3 * fewSubscriptions} {
+		t.Run(fmt.Sprintf("%d", n), func(t *testing.T) {
+			s := NewSubscriptions()
+			want := map[string]packets.Subscription{}
+			for i := 0; i < n; i++ {
+				id := fmt.Sprintf("cl%d", i)
+				s.Add(id, packets.Subscription{Filter: "a/" + id, Qos: 1})
+				want[id] = packets.Subscription{Filter: "a/" + id, Qos: 1}
+			}
+			require.Equal(t, n > fewSubscriptions, s.internal != nil, "a map only past fewSubscriptions")
+			s.Add("cl0", packets.Subscription{Filter: "a/cl0", Qos: 2}) // replaces
+			want["cl0"] = packets.Subscription{Filter: "a/cl0", Qos: 2}
+			require.Equal(t, n, s.Len())
+			require.Equal(t, want, s.GetAll())
+			seen := map[string]packets.Subscription{}
+			s.each(func(id string, sub *packets.Subscription) { seen[id] = *sub })
+			require.Equal(t, want, seen)
+			got, ok := s.Get("cl0")
+			require.True(t, ok)
+			require.Equal(t, byte(2), got.Qos)
+
+			s.Delete("cl0")
+			s.Delete("nobody")
+			delete(want, "cl0")
+			_, ok = s.Get("cl0")
+			require.False(t, ok)
+			require.Equal(t, want, s.GetAll())
+			for id := range want {
+				s.Delete(id)
+			}
+			require.Equal(t, 0, s.Len())
+			require.Empty(t, s.GetAll())
+			if n <= fewSubscriptions {
+				require.Nil(t, s.few, "an emptied small set releases its array")
+			}
+		})
+	}
+}
+
+// TestSubscriptionOfOneIsSmall bounds the bytes a set of one subscription
+// holds (a device's own subscription is in two: its particle's and its
+// client's). v2.7.9's map of pointers held 352: the struct (32), the map
+// (48), its first group (208) and the subscription (64).
+func TestSubscriptionOfOneIsSmall(t *testing.T) {
+	const n = 20000
+	held := make([]*Subscriptions, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range held {
+		held[i] = NewSubscriptions()
+		held[i].Add("chorus/v1/dev/desired", packets.Subscription{Filter: "chorus/v1/dev/desired", Qos: 1})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	t.Logf("subscription set of one: %.0f bytes", per)
+	require.Less(t, per, 160.0)
+	runtime.KeepAlive(held)
+}
+
+// TestIdleClientIsSmall bounds the bytes newClient makes for a client
+// before it subscribes or has a message in flight (fork patches "lazy client
+// maps" and "small subscription sets", broker.md): v2.7.9's empty in-flight
+// and subscription maps were 112 of them (1,180 bytes then, 1,068 now with a nil connection).
+func TestIdleClientIsSmall(t *testing.T) {
+	s := New(&Options{Logger: logger})
+	const n = 10000
+	held := make([]*Client, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range held {
+		held[i] = s.NewClient(nil, "t", "c", false)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	t.Logf("idle client: %.0f bytes", per)
+	require.Less(t, per, 1100.0)
 	runtime.KeepAlive(held)
 }

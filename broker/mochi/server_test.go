@@ -177,7 +177,7 @@ func TestServerNewClient(t *testing.T) {
 	require.Equal(t, "test", cl.ID)
 	require.Equal(t, "testing", cl.Net.Listener)
 	require.False(t, cl.Net.Inline)
-	require.NotNil(t, cl.State.Inflight.internal)
+	require.NotNil(t, cl.State.Inflight)
 	require.NotNil(t, cl.State.Subscriptions)
 	require.NotNil(t, cl.State.TopicAliases)
 	require.Equal(t, defaultKeepalive, cl.State.Keepalive)

@@ -255,42 +255,79 @@ func (s *InlineSubscriptions) Delete(id int) {
 	delete(s.internal, id)
 }
 
-// Subscriptions is a map of subscriptions keyed on client. It holds each
-// subscription behind a pointer: a map's slots are allocated eight at a
-// time, and with the 64-byte Subscription in the slot a map of one (a
-// device's own subscription, on its particle and in its client state) cost
-// a 704-byte group; with a pointer, a 208-byte one and the subscription.
+// Subscriptions is a set of subscriptions keyed on client (a particle's) or
+// on filter (a client's). Up to fewSubscriptions are held in a slice of
+// values searched in order, and a larger set in a map of pointers (fork
+// patch "small subscription sets", broker.md). Almost every set at 10,000
+// devices holds one subscription (a device's own, on its particle and in its
+// client state): in a map that cost the map (48 bytes), its first group of
+// eight slots (208) and the subscription (64); in the slice it is one
+// 80-byte entry.
 type Subscriptions struct {
-	internal map[string]*packets.Subscription
+	few      []subscriptionEntry              // the set while it is small; nil once internal is made
+	internal map[string]*packets.Subscription // the set once it outgrew few; then few stays nil
 	sync.RWMutex
 }
 
-// NewSubscriptions returns a new instance of Subscriptions.
-func NewSubscriptions() *Subscriptions {
-	return &Subscriptions{
-		internal: map[string]*packets.Subscription{},
-	}
+// subscriptionEntry is one subscription of a small set, under its id.
+type subscriptionEntry struct {
+	id  string
+	sub packets.Subscription
 }
 
-// Add adds a new subscription for a client. ID can be a filter in the
-// case this map is client state, or a client id if particle state.
+// fewSubscriptions is the largest set held in a slice: a search of four
+// strings costs no more than a map's hash.
+const fewSubscriptions = 4
+
+// NewSubscriptions returns a new instance of Subscriptions. Its zero value is
+// an empty set too; nothing is allocated before the first Add.
+func NewSubscriptions() *Subscriptions {
+	return &Subscriptions{}
+}
+
+// Add adds a new subscription for a client, replacing the one under the same
+// id. ID can be a filter in the case this map is client state, or a client id
+// if particle state.
 func (s *Subscriptions) Add(id string, val packets.Subscription) {
 	s.Lock()
 	defer s.Unlock()
-	if s.internal == nil {
-		s.internal = map[string]*packets.Subscription{}
+	if s.internal != nil {
+		s.internal[id] = &val
+		return
+	}
+	if i := s.findLocked(id); i >= 0 {
+		s.few[i].sub = val
+		return
+	}
+	if len(s.few) < fewSubscriptions {
+		s.few = append(s.few, subscriptionEntry{id: id, sub: val})
+		return
+	}
+	s.internal = make(map[string]*packets.Subscription, fewSubscriptions+1)
+	for _, e := range s.few {
+		sub := e.sub // a copy of its own, not a pointer into the array
+		s.internal[e.id] = &sub
 	}
 	s.internal[id] = &val
+	s.few = nil
+}
+
+// findLocked returns the index of id in few, or -1.
+func (s *Subscriptions) findLocked(id string) int {
+	for i := range s.few {
+		if s.few[i].id == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // GetAll returns all subscriptions.
 func (s *Subscriptions) GetAll() map[string]packets.Subscription {
-	s.RLock()
-	defer s.RUnlock()
 	m := map[string]packets.Subscription{}
-	for k, v := range s.internal {
-		m[k] = *v
-	}
+	s.each(func(id string, sub *packets.Subscription) {
+		m[id] = *sub
+	})
 	return m
 }
 
@@ -302,6 +339,9 @@ func (s *Subscriptions) GetAll() map[string]packets.Subscription {
 func (s *Subscriptions) each(f func(id string, sub *packets.Subscription)) {
 	s.RLock()
 	defer s.RUnlock()
+	for i := range s.few {
+		f(s.few[i].id, &s.few[i].sub)
+	}
 	for k, v := range s.internal {
 		f(k, v)
 	}
@@ -314,6 +354,9 @@ func (s *Subscriptions) Get(id string) (val packets.Subscription, ok bool) {
 	if v, ok := s.internal[id]; ok {
 		return *v, true
 	}
+	if i := s.findLocked(id); i >= 0 {
+		return s.few[i].sub, true
+	}
 	return packets.Subscription{}, false
 }
 
@@ -321,15 +364,29 @@ func (s *Subscriptions) Get(id string) (val packets.Subscription, ok bool) {
 func (s *Subscriptions) Len() int {
 	s.RLock()
 	defer s.RUnlock()
-	val := len(s.internal)
-	return val
+	return len(s.few) + len(s.internal)
 }
 
-// Delete removes a subscription by client or filter id.
+// Delete removes a subscription by client or filter id. A set that moved to
+// a map stays one; an emptied small set releases its array.
 func (s *Subscriptions) Delete(id string) {
 	s.Lock()
 	defer s.Unlock()
-	delete(s.internal, id)
+	if s.internal != nil {
+		delete(s.internal, id)
+		return
+	}
+	i := s.findLocked(id)
+	if i < 0 {
+		return
+	}
+	last := len(s.few) - 1
+	s.few[i] = s.few[last]
+	s.few[last] = subscriptionEntry{} // no stale id or subscription behind len
+	s.few = s.few[:last]
+	if last == 0 {
+		s.few = nil
+	}
 }
 
 // ClientSubscriptions is a map of aggregated subscriptions for a client.

@@ -103,21 +103,23 @@ func TestSharedSubscriptionsDelete(t *testing.T) {
 
 func TestNewSubscriptions(t *testing.T) {
 	s := NewSubscriptions()
-	require.NotNil(t, s.internal)
+	require.Equal(t, 0, s.Len())
+	require.Nil(t, s.internal) // made only when the set outgrows fewSubscriptions
+	require.Nil(t, s.few)
 }
 
 func TestSubscriptionsAdd(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{})
-	require.Contains(t, s.internal, "cl1")
+	require.Contains(t, s.GetAll(), "cl1")
 }
 
 func TestSubscriptionsGet(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{Qos: 2})
 	s.Add("cl2", packets.Subscription{Qos: 2})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
+	require.Contains(t, s.GetAll(), "cl1")
+	require.Contains(t, s.GetAll(), "cl2")
 
 	sub, ok := s.Get("cl1")
 	require.True(t, ok)
@@ -129,9 +131,9 @@ func TestSubscriptionsGetAll(t *testing.T) {
 	s.Add("cl1", packets.Subscription{Qos: 0})
 	s.Add("cl2", packets.Subscription{Qos: 1})
 	s.Add("cl3", packets.Subscription{Qos: 2})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
-	require.Contains(t, s.internal, "cl3")
+	require.Contains(t, s.GetAll(), "cl1")
+	require.Contains(t, s.GetAll(), "cl2")
+	require.Contains(t, s.GetAll(), "cl3")
 
 	subs := s.GetAll()
 	require.Len(t, subs, 3)
@@ -141,15 +143,15 @@ func TestSubscriptionsLen(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{Qos: 0})
 	s.Add("cl2", packets.Subscription{Qos: 1})
-	require.Contains(t, s.internal, "cl1")
-	require.Contains(t, s.internal, "cl2")
+	require.Contains(t, s.GetAll(), "cl1")
+	require.Contains(t, s.GetAll(), "cl2")
 	require.Equal(t, 2, s.Len())
 }
 
 func TestSubscriptionsDelete(t *testing.T) {
 	s := NewSubscriptions()
 	s.Add("cl1", packets.Subscription{Qos: 1})
-	require.Contains(t, s.internal, "cl1")
+	require.Contains(t, s.GetAll(), "cl1")
 
 	s.Delete("cl1")
 	_, ok := s.Get("cl1")
