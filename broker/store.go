@@ -132,15 +132,26 @@ const flushEvery = 50 * time.Millisecond
 // kept when the row is updated, and rows load in seq order, so a session
 // restored after a restart is resent in the order it was published. (Keys
 // sort by packet id, which wraps, and as text.)
+//
+// The table has a rowid, and key's uniqueness lives in an index of its own:
+// in a WITHOUT ROWID table the whole row is the primary key's b-tree entry,
+// and an entry over ~1 KB (a 4 KiB page's index maximum) spills to
+// overflow pages that every key comparison of a lookup reads, so each
+// upsert of a retained Home Assistant document or skills report read
+// several overflow pages (~0.5 s of 16 s of gateway CPU in a 10,000-device
+// install, docs/benchmarks.md). A rowid table keeps a row of up to ~4 KB
+// in its leaf, and lookups compare only the index's short keys.
 const storeSchema = `CREATE TABLE IF NOT EXISTS mqtt_state (
 	key   TEXT PRIMARY KEY,
 	kind  TEXT NOT NULL,
 	value BLOB NOT NULL,
 	seq   INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID`
+)`
 
-// migrateStore adds seq to a store made before it existed and returns the
-// largest seq stored.
+// migrateStore brings a store made by an older binary to storeSchema: it
+// adds seq to one made before seq existed, and copies one made WITHOUT
+// ROWID into a rowid table (one transaction: a crash leaves the old table
+// whole). It returns the largest seq stored.
 func migrateStore(db *sql.DB) (uint64, error) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('mqtt_state') WHERE name = 'seq'`).Scan(&n); err != nil {
@@ -151,9 +162,37 @@ func migrateStore(db *sql.DB) (uint64, error) {
 			return 0, err
 		}
 	}
+	if err := dropWithoutRowid(db); err != nil {
+		return 0, err
+	}
 	var top uint64
 	err := db.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM mqtt_state`).Scan(&top)
 	return top, err
+}
+
+// dropWithoutRowid rebuilds a WITHOUT ROWID mqtt_state as storeSchema's
+// rowid table, rows unchanged.
+func dropWithoutRowid(db *sql.DB) error {
+	var wr bool
+	if err := db.QueryRow(`SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'mqtt_state'`).Scan(&wr); err != nil || !wr {
+		return err
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`ALTER TABLE mqtt_state RENAME TO mqtt_state_without_rowid`,
+		storeSchema,
+		`INSERT INTO mqtt_state(key, kind, value, seq) SELECT key, kind, value, seq FROM mqtt_state_without_rowid`,
+		`DROP TABLE mqtt_state_without_rowid`,
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			return fmt.Errorf("rebuild mqtt_state with a rowid: %w", err)
+		}
+	}
+	return tx.Commit()
 }
 
 func openStore(dir string, log *slog.Logger) (*store, error) {
