@@ -32,9 +32,17 @@ import (
 // The writer's pragmas run on every new connection (go-deps.md §3): WAL so
 // readers never block the writer, synchronous NORMAL (durable at checkpoint,
 // never corrupt), foreign keys on, and a busy timeout instead of SQLITE_BUSY.
+//
+// A reader's page cache is capped at 512 KiB (cache_size -512) instead of SQLite's
+// 2 MiB: every commit of the writer empties the caches of the readers (a
+// WAL reader starting a transaction after a commit drops its cache), so
+// while the fleet changes, which is when the gateway's memory peaks, a
+// reader's cache holds little more than one transaction's pages; what a
+// full cache of each reader costs is memory outside the Go heap that
+// modernc's allocator keeps mapped (docs/benchmarks.md, issue 19).
 const (
 	writerParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
-	readerParams = "_pragma=busy_timeout(5000)&_pragma=query_only(1)"
+	readerParams = "_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-512)"
 )
 
 // Compile-time checks that DB provides every fleet service.

@@ -89,3 +89,33 @@ func TestWriteStatementsCancelBetween(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReaderCacheSize: every reader connection has readerParams' page cache
+// of 512 KiB (cache_size is a setting of each connection), and the
+// writer keeps SQLite's default.
+func TestReaderCacheSize(t *testing.T) {
+	db, ctx := openWithPi1(t)
+	for _, tc := range []struct {
+		name  string
+		pool  *sql.DB
+		conns int
+		want  int
+	}{{"reader", db.r, 2, -512}, {"writer", db.w, 1, -2000}} {
+		// hold conns connections at once, so each of them answers
+		var held []*sql.Conn
+		for range tc.conns {
+			c, err := tc.pool.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		for i, c := range held {
+			var got int
+			if err := c.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&got); err != nil || got != tc.want {
+				t.Errorf("%s connection %d: cache_size %d (%v), want %d", tc.name, i, got, err, tc.want)
+			}
+			c.Close()
+		}
+	}
+}
