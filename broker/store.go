@@ -132,28 +132,82 @@ const flushEvery = 50 * time.Millisecond
 // kept when the row is updated, and rows load in seq order, so a session
 // restored after a restart is resent in the order it was published. (Keys
 // sort by packet id, which wraps, and as text.)
+//
+// The table has a rowid, and key's uniqueness lives in an index of its own:
+// in a WITHOUT ROWID table the whole row is the primary key's b-tree entry,
+// and an entry over ~1 KB (a 4 KiB page's index maximum) spills to
+// overflow pages that every key comparison of a lookup reads, so each
+// upsert of a retained Home Assistant document or skills report read
+// several overflow pages (~0.5 s of 16 s of gateway CPU in a 10,000-device
+// install, docs/benchmarks.md). A rowid table keeps a row of up to ~4 KB
+// in its leaf, and lookups compare only the index's short keys.
+//
+// A message's payload is stored as it was published, in payload, and its
+// JSON value holds "payload":null: in the JSON, encoding/json wrote it as
+// base64, a third larger, and encoding it was a fifth of the writer's CPU
+// (BenchmarkStoreRetainedRewrite). A row written before payload existed
+// has it NULL and its payload in the JSON, which load reads as before.
 const storeSchema = `CREATE TABLE IF NOT EXISTS mqtt_state (
-	key   TEXT PRIMARY KEY,
-	kind  TEXT NOT NULL,
-	value BLOB NOT NULL,
-	seq   INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID`
+	key     TEXT PRIMARY KEY,
+	kind    TEXT NOT NULL,
+	value   BLOB NOT NULL,
+	seq     INTEGER NOT NULL DEFAULT 0,
+	payload BLOB
+)`
 
-// migrateStore adds seq to a store made before it existed and returns the
-// largest seq stored.
+// migrateStore brings a store made by an older binary to storeSchema: it
+// adds seq to one made before seq existed, copies one made WITHOUT
+// ROWID into a rowid table (one transaction: a crash leaves the old table
+// whole), and adds payload. It returns the largest seq stored.
 func migrateStore(db *sql.DB) (uint64, error) {
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('mqtt_state') WHERE name = 'seq'`).Scan(&n); err != nil {
+	if err := addColumn(db, "seq", "INTEGER NOT NULL DEFAULT 0"); err != nil {
 		return 0, err
 	}
-	if n == 0 {
-		if _, err := db.Exec(`ALTER TABLE mqtt_state ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`); err != nil {
-			return 0, err
-		}
+	if err := dropWithoutRowid(db); err != nil {
+		return 0, err
+	}
+	if err := addColumn(db, "payload", "BLOB"); err != nil {
+		return 0, err
 	}
 	var top uint64
 	err := db.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM mqtt_state`).Scan(&top)
 	return top, err
+}
+
+// addColumn adds column name (type and constraints def) to a mqtt_state
+// made before it existed.
+func addColumn(db *sql.DB, name, def string) error {
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('mqtt_state') WHERE name = ?`, name).Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	_, err := db.Exec(`ALTER TABLE mqtt_state ADD COLUMN ` + name + ` ` + def)
+	return err
+}
+
+// dropWithoutRowid rebuilds a WITHOUT ROWID mqtt_state as storeSchema's
+// rowid table, rows unchanged.
+func dropWithoutRowid(db *sql.DB) error {
+	var wr bool
+	if err := db.QueryRow(`SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'mqtt_state'`).Scan(&wr); err != nil || !wr {
+		return err
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`ALTER TABLE mqtt_state RENAME TO mqtt_state_without_rowid`,
+		storeSchema,
+		`INSERT INTO mqtt_state(key, kind, value, seq) SELECT key, kind, value, seq FROM mqtt_state_without_rowid`,
+		`DROP TABLE mqtt_state_without_rowid`,
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			return fmt.Errorf("rebuild mqtt_state with a rowid: %w", err)
+		}
+	}
+	return tx.Commit()
 }
 
 func openStore(dir string, log *slog.Logger) (*store, error) {
@@ -347,30 +401,41 @@ func (s *store) write(batch map[storeKey]change) error {
 		}
 		buf.Reset()
 		key := k.key()
-		if err := enc.Encode(value(key, c)); err != nil {
+		payload, err := encode(enc, key, c)
+		if err != nil {
 			s.log.Error("broker store: encode", "key", key, "error", err)
 			continue
 		}
 		if upsert == nil {
-			if upsert, err = tx.Prepare(`INSERT INTO mqtt_state(key, kind, value, seq) VALUES(?, ?, ?, ?)
-				ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value`); err != nil {
+			if upsert, err = tx.Prepare(`INSERT INTO mqtt_state(key, kind, value, seq, payload) VALUES(?, ?, ?, ?, ?)
+				ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, value = excluded.value, payload = excluded.payload`); err != nil {
 				return err
 			}
 		}
-		if _, err := upsert.Exec(key, k.kindName(), bytes.TrimSuffix(buf.Bytes(), []byte("\n")), int64(c.seq)); err != nil {
+		if _, err := upsert.Exec(key, k.kindName(), bytes.TrimSuffix(buf.Bytes(), []byte("\n")), int64(c.seq), payload); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
 }
 
-// value is what is stored for a change under the row key: mochi's storage
-// types, as JSON.
-func value(key string, c change) any {
-	if m, ok := c.value.(*storage.Message); ok {
-		m.ID = key // only the writer reads a pending message
+// encode writes the JSON stored for a change under the row key (mochi's
+// storage types) to enc and returns what goes in the payload column: a
+// message's payload, which its JSON leaves out (storeSchema), or nil.
+func encode(enc *json.Encoder, key string, c change) ([]byte, error) {
+	m, ok := c.value.(*storage.Message)
+	if !ok {
+		return nil, enc.Encode(c.value)
 	}
-	return c.value
+	// Only the writer reads a pending message, so it can set the key and
+	// hide the payload while encoding; the payload is put back, as a
+	// failed batch is requeued and written again.
+	m.ID = key
+	payload := m.Payload
+	m.Payload = nil
+	err := enc.Encode(m)
+	m.Payload = payload
+	return payload, err
 }
 
 // Stop flushes pending writes and closes the database; mochi calls it from Close.

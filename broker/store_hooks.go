@@ -224,7 +224,7 @@ func (s *store) StoredRetainedMessages() ([]storage.Message, error) {
 // load reads every stored value of kind, telling seen (if not nil) each row
 // key; it runs once, at Serve, before any client.
 func load[T any](s *store, kind string, seen func(key string)) ([]T, error) {
-	rows, err := s.db.Query(`SELECT key, value FROM mqtt_state WHERE kind = ? ORDER BY seq, key`, kind)
+	rows, err := s.db.Query(`SELECT key, value, payload FROM mqtt_state WHERE kind = ? ORDER BY seq, key`, kind)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", kind, err)
 	}
@@ -232,8 +232,8 @@ func load[T any](s *store, kind string, seen func(key string)) ([]T, error) {
 	var out []T
 	for rows.Next() {
 		var key string
-		var b []byte
-		if err := rows.Scan(&key, &b); err != nil {
+		var b, payload []byte
+		if err := rows.Scan(&key, &b, &payload); err != nil {
 			return nil, fmt.Errorf("load %s: %w", kind, err)
 		}
 		if seen != nil {
@@ -243,6 +243,9 @@ func load[T any](s *store, kind string, seen func(key string)) ([]T, error) {
 		if err := json.Unmarshal(b, &v); err != nil {
 			s.log.Warn("broker store: skipping unreadable row", "key", key, "error", err)
 			continue
+		}
+		if m, ok := any(&v).(*storage.Message); ok && payload != nil {
+			m.Payload = payload // else a row of an older binary: the payload was in its JSON (storeSchema)
 		}
 		out = append(out, v)
 	}

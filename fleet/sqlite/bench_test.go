@@ -99,7 +99,7 @@ func BenchmarkGetDeviceReported(b *testing.B) {
 
 // BenchmarkUpdateStatesReports stores the inbox's batches of 100 skills
 // reports of cached devices (one UpdateStates each), cycling over 1,000
-// devices.
+// devices, under a cancellable context as the controller's inbox does.
 func BenchmarkUpdateStatesReports(b *testing.B) {
 	db, ids := cachedDevices(b, false)
 	batches := make([][]fleet.StateUpdate, 10)
@@ -112,7 +112,7 @@ func BenchmarkUpdateStatesReports(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if _, err := db.UpdateStates(ctx, batches[i%len(batches)]); err != nil {
+		if _, err := db.UpdateStates(b.Context(), batches[i%len(batches)]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -32,9 +32,17 @@ import (
 // The writer's pragmas run on every new connection (go-deps.md §3): WAL so
 // readers never block the writer, synchronous NORMAL (durable at checkpoint,
 // never corrupt), foreign keys on, and a busy timeout instead of SQLITE_BUSY.
+//
+// A reader's page cache is capped at 512 KiB (cache_size -512) instead of SQLite's
+// 2 MiB: every commit of the writer empties the caches of the readers (a
+// WAL reader starting a transaction after a commit drops its cache), so
+// while the fleet changes, which is when the gateway's memory peaks, a
+// reader's cache holds little more than one transaction's pages; what a
+// full cache of each reader costs is memory outside the Go heap that
+// modernc's allocator keeps mapped (docs/benchmarks.md, issue 19).
 const (
 	writerParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
-	readerParams = "_pragma=busy_timeout(5000)&_pragma=query_only(1)"
+	readerParams = "_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-512)"
 )
 
 // Compile-time checks that DB provides every fleet service.
@@ -246,7 +254,33 @@ func (db *DB) prepare(pool *sql.DB, queries []string) {
 	}
 }
 
+// stmtContext is the context a statement of t runs under. A write
+// transaction's statements run without ctx's cancellation, once ctx is
+// checked: modernc.org/sqlite watches a cancellable context with a
+// goroutine and two progress-handler calls per statement (interruptOnDone),
+// ~0.3 s of CPU and 34 MB of garbage in a 10,000-device install
+// (docs/benchmarks.md, issue 19), for statements that touch a few rows.
+// What a write's caller gives up: a statement already running when ctx ends
+// runs to its end; the transaction then stops at its next statement (the
+// ctx.Err() here) or at COMMIT, and database/sql rolls it back once ctx is
+// done. BEGIN and COMMIT still watch ctx (they run under BeginTx's), so a
+// wait for another process's lock ends with it. Reads keep ctx whole: an
+// HTTP handler's list query stops when its client goes away.
+func (t *tx) stmtContext(ctx context.Context) (context.Context, error) {
+	if t.pool != t.db.w {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
 func (t *tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx, err := t.stmtContext(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s, err := t.stmt(ctx, q)
 	if err != nil {
 		return nil, err
@@ -255,14 +289,22 @@ func (t *tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 }
 
 func (t *tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	s, err := t.stmt(ctx, q)
+	sctx, err := t.stmtContext(ctx)
 	if err != nil {
-		return t.Tx.QueryRowContext(ctx, q, args...) // reports the same error on Scan
+		return t.Tx.QueryRowContext(ctx, q, args...) // reports ctx's error on Scan
 	}
-	return s.QueryRowContext(ctx, args...)
+	s, err := t.stmt(sctx, q)
+	if err != nil {
+		return t.Tx.QueryRowContext(sctx, q, args...) // reports the same error on Scan
+	}
+	return s.QueryRowContext(sctx, args...)
 }
 
 func (t *tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	ctx, err := t.stmtContext(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s, err := t.stmt(ctx, q)
 	if err != nil {
 		return nil, err
