@@ -70,7 +70,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err 
 	if err != nil {
 		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
-	rep, _ := parseReport(d.Reported) // validated when stored
+	// rep is used only until this pass returns (nothing below keeps it
+	// or its skill table), so it is parsed into a pooled table.
+	table := c.reportTable()
+	defer c.putReportTable(table)
+	rep, _ := table.parse(d.Reported) // validated when stored
 	c.gw.observe(d.ID, d.Online, loadedSkills(rep))
 	if err := c.reconcileAvailability(d); err != nil {
 		return Result{}, fmt.Errorf("reconcile %s: availability: %w", id, err)
