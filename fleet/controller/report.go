@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 
@@ -35,7 +36,34 @@ const maxPooledSkills = 64
 // nothing refers to the report any more. A new table per report was the
 // largest share of the bytes the controller allocated in a 10,000-device
 // install (state.ParseSkills, 55 MB of 1.1 GB; issue 19 round seven).
-type reportTable struct{ skills []state.Skill }
+type reportTable struct {
+	skills []state.Skill
+	raw    []byte // the payload parsed last, when the store reads it into here (deviceInto)
+}
+
+// maxPooledReport bounds the payload memory c.reports keeps.
+const maxPooledReport = 16 << 10
+
+// deviceReader is a Store that reads a device's skills report into the
+// caller's memory (fleet/sqlite's GetDeviceInto).
+type deviceReader interface {
+	GetDeviceInto(ctx context.Context, id string, buf []byte) (*fleet.Device, error)
+}
+
+// deviceInto reads device id as the store's GetDevice does, its Reported
+// in t's memory when the store can put it there: valid until t is read
+// into again or put back.
+func (c *Controller) deviceInto(ctx context.Context, t *reportTable, id string) (*fleet.Device, error) {
+	r, ok := c.store.(deviceReader)
+	if !ok {
+		return c.store.GetDevice(ctx, id)
+	}
+	d, err := r.GetDeviceInto(ctx, id, t.raw)
+	if err == nil && cap(d.Reported) > cap(t.raw) && cap(d.Reported) <= maxPooledReport {
+		t.raw = d.Reported[:0]
+	}
+	return d, err
+}
 
 // reportTable takes a table from the pool (a new one when it is empty).
 // Its owner is the caller until putReportTable.
