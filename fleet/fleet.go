@@ -145,11 +145,27 @@ func ValidJSONObject(what string, raw json.RawMessage, max int) error {
 	if len(raw) > max {
 		return Errorf(EINVALID, "%s: %d bytes, more than the limit of %d", what, len(raw), max)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+	// What decoding into a map[string]json.RawMessage accepts, checked
+	// without building the map and a copy of every value: valid JSON whose
+	// first token is '{' (null, an array, a string or a number is not an
+	// object). Decoding a skills report that way was 17 MB of a
+	// 10,000-device install's allocations (issue 19 round seven).
+	if !json.Valid(raw) || firstByte(raw) != '{' {
 		return Errorf(EINVALID, "%s: not a JSON object", what)
 	}
 	return nil
+}
+
+// firstByte is raw's first byte after JSON whitespace (RFC 8259 §2), or 0.
+func firstByte(raw []byte) byte {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c
+		}
+	}
+	return 0
 }
 
 func idError(err error) error {

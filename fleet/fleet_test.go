@@ -160,3 +160,26 @@ func TestStrategyValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestValidJSONObject: what it accepts is what decoding into a
+// map[string]json.RawMessage accepts (its implementation before issue 19
+// round seven), without building the map.
+func TestValidJSONObject(t *testing.T) {
+	cases := map[string]string{
+		"object": `{"a":1}`, "empty object": `{}`, "leading space": " \t\r\n{\"a\":[1,{}]}",
+		"trailing space": `{"a":1}  `, "duplicate keys": `{"a":1,"a":2}`, "invalid utf-8": "{\"a\":\"\xff\"}",
+		"null": `null`, "array": `[{"a":1}]`, "string": `"{}"`, "number": `1`, "truncated": `{"a":`,
+		"two objects": `{}{}`, "leading garbage": `x{}`, "nested array": `{"skills":[[],[1,2]]}`,
+		"non-breaking space": "\u00a0{}", "empty": ``,
+	}
+	for name, raw := range cases {
+		t.Run(name, func(t *testing.T) {
+			var m map[string]json.RawMessage
+			want := len(raw) == 0 || json.Unmarshal([]byte(raw), &m) == nil && m != nil
+			err := fleet.ValidJSONObject("payload", json.RawMessage(raw), 1<<10)
+			if (err == nil) != want {
+				t.Fatalf("ValidJSONObject(%q) = %v, want accepted %v", raw, err, want)
+			}
+		})
+	}
+}

@@ -160,6 +160,7 @@ type Controller struct {
 	relay   relayRun      // the bridge relay (routes.go)
 	changes changeHub     // subscribers to what changed (changes.go)
 	births  births        // each device's latest birth details (changes.go)
+	reports sync.Pool     // *reportTable: skill tables parsed reports reuse (report.go)
 
 	// removals counts RemoveDevice's deletions: a pass that saw it unchanged
 	// since it read its device needs no second read to know no removal

@@ -36,7 +36,7 @@ func (failingMoves) TransitionExecutions(context.Context, []fleet.ExecMove) ([]e
 // finisherEnv is a controller that was not started (no broker traffic, no
 // workers) over a real store with a rollout of n devices whose executions
 // are all in progress.
-func finisherEnv(t *testing.T, n int, wrap func(Store) Store) (*Controller, *sqlite.DB, []*fleet.Execution) {
+func finisherEnv(t testing.TB, n int, wrap func(Store) Store) (*Controller, *sqlite.DB, []*fleet.Execution) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "fleet.db"), nil)

@@ -141,12 +141,12 @@ func (c *Controller) publishUpdateState(dev, skill string, payload []byte) error
 func (c *Controller) haInput(ctx context.Context, d *fleet.Device, rep state.Skills) (hadiscovery.Input, map[string][]byte, error) {
 	in := hadiscovery.Input{Prefix: c.ha.cfg.Prefix, Device: d.ID, AgentVersion: d.AgentVersion, ChorusVersion: c.ha.cfg.Version}
 	updates := map[string][]byte{}
-	seen := map[string]bool{}
+	in.Skills = make([]hadiscovery.Skill, 0, len(rep.Skills)) // one table, not one per doubling
+	var seen map[string]bool                                  // made only for a long table (listed)
 	for _, s := range rep.Skills {
-		if topic.ValidSkillID(s.ID) != nil || seen[s.ID] {
+		if topic.ValidSkillID(s.ID) != nil || listed(in.Skills, &seen, s.ID) {
 			continue
 		}
-		seen[s.ID] = true
 		sk := hadiscovery.Skill{ID: s.ID, Title: s.ID, Managed: s.Managed}
 		if s.Managed {
 			st, err := c.updateState(ctx, s)
@@ -161,6 +161,36 @@ func (c *Controller) haInput(ctx context.Context, d *fleet.Device, rep state.Ski
 		in.Skills = append(in.Skills, sk)
 	}
 	return in, updates, nil
+}
+
+// maxScannedSkills is the length of a table up to which listed scans it;
+// past it, a map of the ids answers.
+const maxScannedSkills = 16
+
+// listed reports whether id is in skills, and records it as listed from
+// now on. A short table (every real report) is scanned, which allocates
+// nothing; a longer one gets the map seen, so a report of thousands of
+// skills is not scanned quadratically.
+func listed(skills []hadiscovery.Skill, seen *map[string]bool, id string) bool {
+	if len(skills) < maxScannedSkills {
+		for _, s := range skills {
+			if s.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]bool, 2*len(skills))
+		for _, s := range skills {
+			(*seen)[s.ID] = true
+		}
+	}
+	if (*seen)[id] {
+		return true
+	}
+	(*seen)[id] = true
+	return false
 }
 
 func (c *Controller) updateState(ctx context.Context, s state.Skill) (updateState, error) {

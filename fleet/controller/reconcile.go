@@ -62,7 +62,11 @@ func (c *Controller) runWorker() {
 func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err error) {
 	defer func(start time.Time) { c.metrics.observeReconcile(start, c.cfg.Now(), err) }(c.cfg.Now())
 	removals := c.removals.Load() // before the device is read (reconcileHA)
-	d, err := c.store.GetDevice(ctx, id)
+	// d's report and rep are used only until this pass returns (nothing
+	// below keeps them or their memory), so they live in a pooled table.
+	table := c.reportTable()
+	defer c.putReportTable(table)
+	d, err := c.deviceInto(ctx, table, id)
 	if fleet.ErrorCode(err) == fleet.ENOTFOUND {
 		c.removed(id)
 		return Result{}, nil
@@ -70,7 +74,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (res Result, err 
 	if err != nil {
 		return Result{}, fmt.Errorf("reconcile %s: %w", id, err)
 	}
-	rep, _ := parseReport(d.Reported) // validated when stored
+	rep, _ := table.parse(d.Reported) // validated when stored
 	c.gw.observe(d.ID, d.Online, loadedSkills(rep))
 	if err := c.reconcileAvailability(d); err != nil {
 		return Result{}, fmt.Errorf("reconcile %s: availability: %w", id, err)

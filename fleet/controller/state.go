@@ -85,6 +85,8 @@ func (c *Controller) applyStates(ctx context.Context, msgs []broker.Message) {
 			batch, updates = batch[:0], updates[:0]
 		}
 	}
+	table := c.reportTable() // stateUpdate keeps only the applied version of what it parses
+	defer c.putReportTable(table)
 	for _, m := range msgs {
 		t, err := topic.Parse(m.Topic)
 		if err != nil || len(m.Payload) == 0 { // an empty payload clears a retained topic
@@ -99,7 +101,7 @@ func (c *Controller) applyStates(ctx context.Context, msgs []broker.Message) {
 			flush()
 			c.stateApplied(dev, m, c.applyBirth(ctx, dev, m.Payload))
 		case topic.KindConnectivity, topic.KindSkills:
-			u, err := stateUpdate(dev, t.Kind, m.Payload)
+			u, err := stateUpdate(table, dev, t.Kind, m.Payload)
 			if err != nil {
 				c.stateApplied(dev, m, err)
 				continue
@@ -115,13 +117,13 @@ func (c *Controller) applyStates(ctx context.Context, msgs []broker.Message) {
 
 // stateUpdate parses a skills report or connectivity payload into what the
 // store writes; a payload that does not parse is EINVALID.
-func stateUpdate(dev string, k topic.Kind, payload []byte) (fleet.StateUpdate, error) {
+func stateUpdate(table *reportTable, dev string, k topic.Kind, payload []byte) (fleet.StateUpdate, error) {
 	if k == topic.KindConnectivity {
 		return fleet.StateUpdate{DeviceID: dev, Payload: payload}, parseConnectivity(payload)
 	}
 	// The engine is not woken here: the reconcile this queues judges the
 	// report, and an execution it ends wakes the engine (finish).
-	r, err := parseReport(payload)
+	r, err := table.parse(payload)
 	return fleet.StateUpdate{DeviceID: dev, Reported: true, Payload: payload, AppliedVersion: r.AppliedVersion}, err
 }
 

@@ -313,3 +313,37 @@ func TestRunningCacheFollowsEveryTransition(t *testing.T) {
 		})
 	}
 }
+
+// TestGetDeviceInto: the device GetDeviceInto reads is the one GetDevice
+// reads, cached or not, with the report in the caller's memory when it
+// has room; the memory is the caller's to reuse afterwards.
+func TestGetDeviceInto(t *testing.T) {
+	db, _ := mustOpen(t)
+	mustDevice(t, db, "pi1")
+	report := []byte(`{"applied_version":1,"skills":[{"id":"a","version":"1.0.0","state":"loaded","active":true,"waiting_for":[],"degraded":false,"requirements":[],"managed":false,"error":"","attempts":0,"next_retry":null,"since":"2026-01-01T00:00:00Z"}]}`)
+	if err := db.UpdateReported(ctx, "pi1", report, 1); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 3, 1<<10)
+	for _, pass := range []string{"first", "cached"} {
+		got, err := db.GetDeviceInto(ctx, "pi1", buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := db.GetDevice(ctx, "pi1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s read: GetDeviceInto =\n%+v\nGetDevice =\n%+v", pass, got, want)
+		}
+		if pass == "cached" && &got.Reported[0] != &buf[:1][0] {
+			t.Error("the cached report was not unpacked into buf")
+		}
+		clear(buf[:cap(buf)]) // the caller reuses its memory
+		wantStored(t, db, "pi1")
+	}
+	if _, err := db.GetDeviceInto(ctx, "nobody", buf); fleet.ErrorCode(err) != fleet.ENOTFOUND {
+		t.Fatalf("GetDeviceInto(nobody) = %v, want ENOTFOUND", err)
+	}
+}

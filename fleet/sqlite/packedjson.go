@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // packedJSON is a skills report as the device row cache (devicecache.go)
@@ -164,12 +165,16 @@ func rawPacked(payload []byte) packedJSON {
 
 // unpackJSON returns the payload packJSON made p from, in new memory (nil
 // for none).
-func unpackJSON(p packedJSON) json.RawMessage {
+func unpackJSON(p packedJSON) json.RawMessage { return appendUnpacked(nil, p) }
+
+// appendUnpacked appends the payload p holds to out (nil for none: out
+// stays nil when p is empty), growing out once to the exact size.
+func appendUnpacked(out json.RawMessage, p packedJSON) json.RawMessage {
 	if len(p) == 0 {
 		return nil
 	}
 	if p[0] == packedRaw {
-		return bytes.Clone(p[1:])
+		return append(out, p[1:]...)
 	}
 	n := 0
 	for _, c := range p[1:] {
@@ -179,7 +184,7 @@ func unpackJSON(p packedJSON) json.RawMessage {
 			n++
 		}
 	}
-	out := make(json.RawMessage, 0, n)
+	out = slices.Grow(out, n)
 	for _, c := range p[1:] {
 		if c < 0x20 && packToken[c] != "" {
 			out = append(out, packToken[c]...)

@@ -99,7 +99,7 @@ func (r *Relay) handle(p bus.Packet) {
 	case topic.KindAvailability:
 		r.onAvailability(t.Device, p)
 	case topic.KindSkills:
-		r.state(t.Device).setSkills(p.Payload)
+		r.table = r.state(t.Device).readSkills(p.Payload, r.table)
 	case topic.KindBus:
 		r.onBus(t.Device, p)
 	}

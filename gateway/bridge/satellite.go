@@ -53,17 +53,28 @@ func (s *satState) availability(p bus.Packet, now time.Time) (changed bool) {
 
 // setSkills reads the loaded skills from a skills topic payload; an empty
 // payload (a cleared topic) means none, an unreadable one changes nothing.
-func (s *satState) setSkills(payload []byte) {
+func (s *satState) setSkills(payload []byte) { s.readSkills(payload, nil) }
+
+// maxKeptTable bounds the skill table readSkills hands back for reuse.
+const maxKeptTable = 64
+
+// readSkills is setSkills parsing the report into table's memory; it
+// returns the table to parse the next report into. Nothing it keeps refers
+// to the table (the ids are copied into the interned list).
+func (s *satState) readSkills(payload []byte, table []state.Skill) []state.Skill {
 	if len(payload) == 0 {
 		if !s.skills.empty() {
 			s.cleared = s.skills
 		}
 		s.skills = skillIDs{}
-		return
+		return table
 	}
-	r, err := state.ParseSkills(payload)
+	r, err := state.ParseSkillsInto(payload, table)
+	if c := cap(r.Skills); c > cap(table) && c <= maxKeptTable {
+		table = r.Skills[:0]
+	}
 	if err != nil {
-		return
+		return table
 	}
 	s.cleared = skillIDs{}
 	var packed []byte
@@ -77,6 +88,7 @@ func (s *satState) setSkills(payload []byte) {
 	if len(packed) > 0 {
 		s.skills = skillIDs{unique.Make(string(packed))}
 	}
+	return table
 }
 
 // skillIDs is a list of skill ids, in order, held as one interned string

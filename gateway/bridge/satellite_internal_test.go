@@ -89,3 +89,30 @@ func TestSatStateSkillsShared(t *testing.T) {
 	}
 	runtime.KeepAlive(sats)
 }
+
+// TestSatStateReadSkillsReusesTable: reports parsed one after the other
+// into the relay's table keep what setSkills keeps for each, though the
+// table held another report's skills (a failed one with fields the later
+// ones lack), and the table is handed back for the next report.
+func TestSatStateReadSkillsReusesTable(t *testing.T) {
+	failed := loaded("broken.skill")
+	failed.State, failed.Error, failed.Output = state.Failed, "boom", []string{"x"}
+	reports := [][]byte{
+		skillsPayload(t, failed, loaded("a.skill"), loaded("b.skill")),
+		skillsPayload(t, loaded("c.skill")),
+		skillsPayload(t, failed),
+		skillsPayload(t, loaded("d.skill"), failed, loaded("e.skill"), loaded("f.skill")),
+	}
+	var table []state.Skill
+	for i, p := range reports {
+		var reused, fresh satState
+		table = reused.readSkills(p, table)
+		fresh.setSkills(p)
+		if got, want := reused.skills.ids(), fresh.skills.ids(); !slices.Equal(got, want) {
+			t.Fatalf("report %d: skills %q through the reused table, want %q", i, got, want)
+		}
+		if cap(table) == 0 {
+			t.Fatalf("report %d: no table handed back", i)
+		}
+	}
+}

@@ -145,7 +145,16 @@ func ParseConnectivity(b []byte) (Connectivity, error) {
 
 // ParseSkills reads a skills payload; an empty one (a cleared retained
 // topic) is the empty report.
-func ParseSkills(b []byte) (Skills, error) {
+func ParseSkills(b []byte) (Skills, error) { return ParseSkillsInto(b, nil) }
+
+// ParseSkillsInto is ParseSkills decoding the skill table into buf's
+// memory when buf has room for it: the result's Skills then share buf, whose
+// contents are overwritten, so a caller that parses report after report
+// (the fleet controller's inbox and reconciler) allocates no table for
+// each. The result is the one ParseSkills gives, whatever buf held: buf is
+// cleared before the decode, since encoding/json decodes into a slice's
+// existing elements without zeroing them first.
+func ParseSkillsInto(b []byte, buf []Skill) (Skills, error) {
 	var v Skills
 	if len(b) == 0 {
 		return v, nil
@@ -157,7 +166,7 @@ func ParseSkills(b []byte) (Skills, error) {
 	// size is only a hint, so a wrong guess costs a growth or unused slots,
 	// never another result.
 	if n := skillsHint(b); n > 0 {
-		v.Skills = make([]Skill, 0, n)
+		v.Skills = tableFor(buf, n)
 	}
 	if err := decode("skills report", b, MaxSkills, &v); err != nil {
 		return Skills{}, err
@@ -171,6 +180,16 @@ func ParseSkills(b []byte) (Skills, error) {
 		return Skills{}, fmt.Errorf("%w: skills report: applied_version %d is negative", ErrInvalid, v.AppliedVersion)
 	}
 	return v, nil
+}
+
+// tableFor is an empty skill table with room for n skills: buf's memory,
+// cleared, when it has the room, else new memory.
+func tableFor(buf []Skill, n int) []Skill {
+	if cap(buf) < n {
+		return make([]Skill, 0, n)
+	}
+	clear(buf[:cap(buf)])
+	return buf[:0]
 }
 
 // maxSkillsHint bounds skillsHint, so a payload crafted with many "id"

@@ -195,3 +195,38 @@ func BenchmarkParseSkills(b *testing.B) {
 		}
 	}
 }
+
+// TestParseSkillsIntoReuses: a report parsed into the table of an earlier
+// one shares its memory and is the report ParseSkills gives, though the
+// earlier skills had fields (output, next_retry, waiting_for) the later
+// ones lack: encoding/json does not zero a slice element it decodes into.
+func TestParseSkillsIntoReuses(t *testing.T) {
+	retry := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first := []byte(`{"applied_version":3,"skills":[{"id":"a","state":"failed","error":"boom","output":["x"],"next_retry":"` +
+		retry.Format(time.RFC3339) + `","waiting_for":["internet"],"attempts":2},{"id":"b","managed":true}]}`)
+	later := map[string][]byte{
+		"fewer fields": []byte(`{"applied_version":4,"skills":[{"id":"a","state":"loaded"},{"id":"c"}]}`),
+		"no skills":    []byte(`{"applied_version":5}`),
+		"empty table":  []byte(`{"skills":[]}`),
+		"null table":   []byte(`{"skills":null,"training":{"status":"trained"}}`),
+		"more skills":  []byte(`{"skills":[{"id":"a"},{"id":"b"},{"id":"c"},{"id":"d"}]}`),
+		"refused":      []byte(`{"applied_version":-1,"skills":[{"id":"a"}]}`),
+	}
+	for name, p := range later {
+		t.Run(name, func(t *testing.T) {
+			r, err := state.ParseSkillsInto(first, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := r.Skills[:0]
+			got, gotErr := state.ParseSkillsInto(p, buf)
+			want, wantErr := state.ParseSkills(p)
+			if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("ParseSkillsInto = %+v, %v\nParseSkills     = %+v, %v", got, gotErr, want, wantErr)
+			}
+			if len(got.Skills) > 0 && len(got.Skills) <= cap(buf) && &got.Skills[0] != &buf[:1][0] {
+				t.Error("the table was not decoded into buf's memory")
+			}
+		})
+	}
+}
