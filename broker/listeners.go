@@ -49,14 +49,17 @@ func (a admission) wrap(c net.Conn) *preauthConn {
 }
 
 // connection is one connection from accept to its end. Its goroutine spends
-// almost all of its life parked in mochi's Read (waiting for the next
-// packet) with serve's frame below it, so serve's frame holds only the
+// its life handling packets or parked in mochi's Read waiting for the next
+// one, with serve's frame below it, so serve's frame holds only the
 // receiver: admission, recovery and logging are calls of their own, never
-// inlined. With mochi's frames (docs/broker.md, the fork's stack patch) an
-// idle connection then uses under a quarter of an 8 KiB stack, which is
-// what the runtime needs to halve the stack to 4 KiB at a collection
-// (shrinkstack counts the frames in use plus its 800-byte nosplit guard;
-// docs/benchmarks.md, broker memory round three; TestIdleDeviceStacksShrink).
+// inlined. On TCP, once a packet is handled and nothing more is buffered,
+// mochi hands the reads to a fresh goroutine (continueReads, the fork's
+// ReadContinuer): an idle connection waits on a goroutine that has handled
+// no packet, whose stack stays at the 2 KiB it starts with, where a
+// goroutine that handled one keeps 4 KiB at best (the runtime halves a
+// stack only when under a quarter of it is in use, counting its 800-byte
+// nosplit guard; docs/benchmarks.md, broker memory round three;
+// TestIdleDeviceStacksShrink). The websocket listener keeps one goroutine.
 type connection struct {
 	listener  string
 	c         *preauthConn
