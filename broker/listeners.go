@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
 )
 
@@ -48,14 +49,17 @@ func (a admission) wrap(c net.Conn) *preauthConn {
 }
 
 // connection is one connection from accept to its end. Its goroutine spends
-// almost all of its life parked in mochi's Read (waiting for the next
-// packet) with serve's frame below it, so serve's frame holds only the
+// its life handling packets or parked in mochi's Read waiting for the next
+// one, with serve's frame below it, so serve's frame holds only the
 // receiver: admission, recovery and logging are calls of their own, never
-// inlined. With mochi's frames (docs/broker.md, the fork's stack patch) an
-// idle connection then uses under a quarter of an 8 KiB stack, which is
-// what the runtime needs to halve the stack to 4 KiB at a collection
-// (shrinkstack counts the frames in use plus its 800-byte nosplit guard;
-// docs/benchmarks.md, broker memory round three; TestIdleDeviceStacksShrink).
+// inlined. On TCP, once a packet is handled and nothing more is buffered,
+// mochi hands the reads to a fresh goroutine (continueReads, the fork's
+// ReadContinuer): an idle connection waits on a goroutine that has handled
+// no packet, whose stack stays at the 2 KiB it starts with, where a
+// goroutine that handled one keeps 4 KiB at best (the runtime halves a
+// stack only when under a quarter of it is in use, counting its 800-byte
+// nosplit guard; docs/benchmarks.md, broker memory round three;
+// TestIdleDeviceStacksShrink). The websocket listener keeps one goroutine.
 type connection struct {
 	listener  string
 	c         *preauthConn
@@ -73,9 +77,28 @@ func (r *connection) serve() {
 	if !r.admitted() {
 		return
 	}
-	if err := r.establish(r.listener, r.c); err != nil && !errors.Is(err, io.EOF) {
-		r.ended(err)
+	r.ended(r.establish(r.listener, r.c))
+}
+
+// continueReads runs the connection's reads on a new goroutine
+// (mqtt.ReadContinuer, through preauthConn.ContinueReads), which counts in
+// the listener's wait group until it returns and recovers from a panic in
+// mochi as serve does (trap 1): each goroutine of the connection holds a
+// count, taken here before the goroutine handing the reads over gives its
+// own back, so Close waits for the last.
+func (r *connection) continueReads(read func() error) {
+	if r.wg != nil {
+		r.wg.Add(1)
 	}
+	go r.resume(read)
+}
+
+// resume is a goroutine continueReads started: its frame holds the
+// receiver and read only (the wait for a packet happens below it and must
+// fit the 2 KiB a new goroutine starts with; TestIdleDeviceStacksShrink).
+func (r *connection) resume(read func() error) {
+	defer r.end()
+	r.ended(read())
 }
 
 // admitted reports whether the connection passed the pre-authentication
@@ -104,8 +127,14 @@ func (r *connection) end() {
 	}
 }
 
+// ended logs how the connection ended; nothing when it ended cleanly or
+// its reads went on on another goroutine (mqtt.ErrReadsContinued).
+//
 //go:noinline
 func (r *connection) ended(err error) {
+	if err == nil || errors.Is(err, io.EOF) || err == mqtt.ErrReadsContinued {
+		return
+	}
 	r.log.Debug("mqtt connection ended", "listener", r.listener, "remote", r.c.RemoteAddr().String(), "error", err)
 }
 
@@ -160,6 +189,7 @@ func (l *tcpListener) Serve(establish listeners.EstablishFn) {
 		}
 		l.wg.Add(1)
 		r := &connection{listener: l.id, c: l.admit.wrap(conn), establish: establish, log: l.log, wg: &l.wg}
+		r.c.cont = r // an idle connection waits on a fresh goroutine (mqtt.ReadContinuer)
 		go r.serve()
 	}
 }

@@ -77,6 +77,21 @@ type preauthConn struct {
 	header []byte // the fixed header admit read, handed to mochi first
 
 	released atomic.Bool
+
+	cont *connection // runs the reads mochi hands on (ContinueReads); nil: they stay on one goroutine
+}
+
+// ContinueReads is mqtt.ReadContinuer: mochi hands an idle connection's
+// reads to a fresh goroutine, whose stack stays at the 2 KiB a goroutine
+// starts with (the one that handled a packet keeps 4 KiB or more). The
+// websocket listener leaves cont nil: its HTTP handler closes the
+// connection when it returns, so the reads stay on it.
+func (c *preauthConn) ContinueReads(read func() error) bool {
+	if c.cont == nil {
+		return false
+	}
+	c.cont.continueReads(read)
+	return true
 }
 
 func newPreauthConn(c net.Conn, g *gate, maxSize int, timeout time.Duration) *preauthConn {

@@ -443,17 +443,20 @@ func (cl *Client) Read(packetHandler ReadFn) error {
 		if cl.Closed() {
 			return nil
 		}
-
-		cl.refreshDeadline(cl.State.Keepalive)
-		fh := new(packets.FixedHeader)
-		if err := cl.ReadFixedHeader(fh); err != nil {
-			return err
-		}
-
-		if err := cl.handlePacket(fh, packetHandler); err != nil {
+		if err := cl.readPacket(packetHandler); err != nil {
 			return err
 		}
 	}
+}
+
+// readPacket waits for the next packet and handles it (Read).
+func (cl *Client) readPacket(packetHandler ReadFn) error {
+	cl.refreshDeadline(cl.State.Keepalive)
+	fh := new(packets.FixedHeader)
+	if err := cl.ReadFixedHeader(fh); err != nil {
+		return err
+	}
+	return cl.handlePacket(fh, packetHandler)
 }
 
 // handlePacket reads the rest of the packet fh heads and passes it to

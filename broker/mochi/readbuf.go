@@ -96,3 +96,9 @@ func (r *packetReader) release() {
 	r.pool.Put(r.br)
 	r.br = nil
 }
+
+// idle reports whether the reader holds no bytes of a next packet: its
+// next read waits on the connection.
+func (r *packetReader) idle() bool {
+	return r.br == nil && r.start >= r.end
+}

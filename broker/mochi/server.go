@@ -423,42 +423,145 @@ func (s *Server) eventLoop() {
 }
 
 // EstablishConnection establishes a new client when a listener accepts a new connection.
+//
+// It returns when the connection has ended, as in v2.7.9, unless c
+// implements ReadContinuer: then it may return ErrReadsContinued while the
+// connection goes on, its reads continued on a goroutine c started, and the
+// connection ends on the last such goroutine (ReadContinuer).
 func (s *Server) EstablishConnection(listener string, c net.Conn) error {
 	cl := s.NewClient(c, listener, "", false)
 	return s.attachClient(cl, listener)
 }
 
+// ErrReadsContinued is what EstablishConnection returns when the
+// connection's reads went on on a goroutine its ReadContinuer started.
+var ErrReadsContinued = errors.New("mqtt: the connection's reads continue on another goroutine")
+
+// A ReadContinuer is a connection whose reads may move to a fresh goroutine
+// each time the client has handled a packet and nothing more is buffered,
+// so that an idle connection waits for its next packet on a goroutine that
+// has never handled one: its stack stays at the runtime's starting size
+// (2 KiB), where a goroutine that handled a packet keeps at least 4 KiB (the
+// runtime halves a stack at a collection only when less than a quarter of it
+// is in use, and the wait for a packet alone takes more than 2 KiB minus the
+// 800-byte guard). Under load, with the next packet's bytes already
+// buffered, reads stay on the goroutine they are on.
+//
+// ContinueReads either returns false and does nothing (the reads stay on the
+// current goroutine, and it is not asked again for this connection), or
+// starts read on a new goroutine and returns true; that goroutine then owns
+// the connection's reads and its end: read returns when the connection has
+// ended, or ErrReadsContinued when it has handed the reads on in turn.
+// A panic in read unwinds through the connection's end (the client is
+// stopped, uncounted and Server.Close no longer waits for it), as a panic
+// under EstablishConnection does; recovering from it is the goroutine's
+// owner's business. Server.Close waits for every connection until its last
+// goroutine's read has returned.
+type ReadContinuer interface {
+	ContinueReads(read func() error) bool
+}
+
 // attachClient validates an incoming client connection and if viable, attaches the client
 // to the server, performs session housekeeping, and reads incoming packets.
 //
-// The connection's goroutine spends almost all of its life parked in
-// cl.Read waiting for the next packet, with the frames of its callers
-// below it. Those frames are kept small (the connect handshake, with its
-// packets.Packet values, runs in connectClient and returns before Read is
-// called), so that an idle connection's stack uses little and the garbage
+// The connection's goroutine spends almost all of its life parked
+// waiting for the next packet, with the frames of its callers below it.
+// Those frames are kept small (the connect handshake, with its
+// packets.Packet values, runs in connectClient and returns before the reads
+// start), so that an idle connection's stack uses little and the garbage
 // collector can shrink it after a packet's handling grew it (the runtime
-// halves a stack when less than a quarter of it is in use).
+// halves a stack when less than a quarter of it is in use); with a
+// ReadContinuer the idle wait moves to a fresh goroutine instead.
 func (s *Server) attachClient(cl *Client, listener string) error {
-	defer s.Listeners.ClientsWg.Done()
-	s.Listeners.ClientsWg.Add(1)
+	s.Listeners.ClientsWg.Add(1) // Done by the connection's end (clientReads.end)
+	r := &clientReads{s: s, cl: cl, listener: listener}
+	r.cont, _ = cl.Net.Conn.(ReadContinuer)
+	if r.cont != nil {
+		r.next = r.resume // one closure for the connection, not one per hand-off
+	}
+	return r.start()
+}
+
+// clientReads is a connection's reads from its CONNECT to its end. It is
+// owned by one goroutine at a time: the one that called EstablishConnection,
+// then each goroutine the connection's ReadContinuer starts, which takes it
+// over once the goroutine before has no more use of it (loop).
+type clientReads struct {
+	s        *Server
+	cl       *Client
+	listener string
+	counted  bool          // the client is counted in Info.ClientsConnected
+	cont     ReadContinuer // nil: the reads stay on one goroutine
+	next     func() error  // resume, handed to cont
+}
+
+// start reads the CONNECT and the packets after it (attachClient).
+//
+//go:noinline
+func (r *clientReads) start() (err error) {
+	defer r.end(&err)
 
 	// The write loop starts once the CONNACK and the resumed session's
 	// in-flight messages are written (connectClient): nothing queued for the
 	// client may reach it before them [MQTT-3.2.0-1], and a resumed session is
 	// delivered in the order it was published.
-	defer cl.Stop(nil)
-
-	counted, err := s.connectClient(cl, listener)
-	if counted {
-		defer atomic.AddInt64(&s.Info.ClientsConnected, -1)
-	}
+	r.counted, err = r.s.connectClient(r.cl, r.listener)
 	if err != nil {
 		return err
 	}
+	return r.loop(true)
+}
 
-	err = cl.Read(s.receivePacket)
-	s.detachClient(cl, listener, err)
-	return err
+// resume goes on reading on a goroutine the ReadContinuer started.
+//
+//go:noinline
+func (r *clientReads) resume() (err error) {
+	defer r.end(&err)
+	return r.loop(false)
+}
+
+// loop reads and handles packets until the connection ends, then detaches
+// the client. After the CONNECT (handOff) and after each packet, when
+// nothing more is buffered, it hands the reads to a new goroutine
+// (ReadContinuer) and returns ErrReadsContinued, touching r no more: the
+// new goroutine owns it. A goroutine handed the reads reads a packet before
+// it hands them on.
+func (r *clientReads) loop(handOff bool) error {
+	cl := r.cl
+	for {
+		if handOff && r.cont != nil && cl.Net.bconn.idle() {
+			if r.cont.ContinueReads(r.next) {
+				return ErrReadsContinued
+			}
+			r.cont = nil
+		}
+		handOff = true
+		if cl.Closed() {
+			r.s.detachClient(cl, r.listener, nil)
+			return nil
+		}
+		if err := cl.readPacket(r.s.receivePacket); err != nil {
+			r.s.detachClient(cl, r.listener, err)
+			return err
+		}
+	}
+}
+
+// end is deferred by each goroutine of the connection's reads and ends the
+// connection on the last: the one whose reads returned anything but
+// ErrReadsContinued, or panicked. It runs once a connection, after the
+// detach (loop) when the reads ended without a panic.
+//
+//go:noinline
+func (r *clientReads) end(err *error) {
+	if *err == ErrReadsContinued {
+		return // r belongs to the next goroutine
+	}
+	if r.counted {
+		atomic.AddInt64(&r.s.Info.ClientsConnected, -1)
+	}
+	r.cl.Stop(nil)
+	r.s.Listeners.ClientsWg.Done()
 }
 
 // connectClient reads and answers the client's CONNECT, establishes its
