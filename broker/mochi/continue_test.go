@@ -65,42 +65,15 @@ func (c *continuingConn) ContinueReads(read func() error) bool {
 // the EstablishConnection calls that returned ErrReadsContinued.
 func serveContinuing(t *testing.T, s *Server) (dial func() net.Conn, k *continuations, established *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	k = new(continuations)
 	established = new(atomic.Int64)
-	var wg sync.WaitGroup
-	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		for _, c := range conns {
-			_ = c.Close()
+	t.Cleanup(k.wg.Wait) // runs after serveLoopbackWith's cleanup has closed the connections
+	dial = serveLoopbackWith(t, func(c net.Conn) {
+		if s.EstablishConnection("t", &continuingConn{Conn: c, k: k}) == ErrReadsContinued {
+			established.Add(1)
 		}
-		wg.Wait()
-		k.wg.Wait()
 	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if s.EstablishConnection("t", &continuingConn{Conn: c, k: k}) == ErrReadsContinued {
-					established.Add(1)
-				}
-			}()
-		}
-	}()
-	return func() net.Conn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		conns = append(conns, c)
-		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
-		return c
-	}, k, established
+	return dial, k, established
 }
 
 // TestIdleContinuedConnectionsKeep2KiBStacks: clients whose connections are

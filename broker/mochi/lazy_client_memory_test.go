@@ -40,15 +40,7 @@ func TestTopicAliasMapsMadeOnFirstUse(t *testing.T) {
 	// Bytes held per idle client's outbound aliases: the struct alone.
 	const n = 20000
 	held := make([]*OutboundTopicAliases, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range held {
-		held[i] = NewOutboundTopicAliases(0)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	perClient := float64(after.HeapAlloc-before.HeapAlloc) / n
+	perClient := heapPerStep(n, func(i int) { held[i] = NewOutboundTopicAliases(0) })
 	t.Logf("outbound topic aliases: %.0f bytes per idle client", perClient)
 	require.Less(t, perClient, 64.0)
 	runtime.KeepAlive(held)
@@ -89,16 +81,10 @@ func TestInflightReleasesEmptiedMaps(t *testing.T) {
 	for k := range held {
 		held[k] = NewInflights()
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for _, f := range held {
-		f.Set(packets.Packet{PacketID: 1})
-		f.Delete(1)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	perClient := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	perClient := heapPerStep(n, func(i int) {
+		held[i].Set(packets.Packet{PacketID: 1})
+		held[i].Delete(1)
+	})
 	t.Logf("in-flight maps after one message: %.0f bytes more per idle client", perClient)
 	require.Less(t, perClient, 32.0)
 	runtime.KeepAlive(held)
@@ -154,16 +140,10 @@ func TestSubscriptionSetsStaySmall(t *testing.T) {
 func TestSubscriptionOfOneIsSmall(t *testing.T) {
 	const n = 20000
 	held := make([]*Subscriptions, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range held {
+	per := heapPerStep(n, func(i int) {
 		held[i] = NewSubscriptions()
 		held[i].Add("chorus/v1/dev/desired", packets.Subscription{Filter: "chorus/v1/dev/desired", Qos: 1})
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	})
 	t.Logf("subscription set of one: %.0f bytes", per)
 	require.Less(t, per, 160.0)
 	runtime.KeepAlive(held)
@@ -177,16 +157,23 @@ func TestIdleClientIsSmall(t *testing.T) {
 	s := New(&Options{Logger: logger})
 	const n = 10000
 	held := make([]*Client, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range held {
-		held[i] = s.NewClient(nil, "t", "c", false)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+	per := heapPerStep(n, func(i int) { held[i] = s.NewClient(nil, "t", "c", false) })
 	t.Logf("idle client: %.0f bytes", per)
 	require.Less(t, per, 1100.0)
 	runtime.KeepAlive(held)
+}
+
+// heapPerStep returns the live heap bytes that step(0) … step(n-1) add, per
+// step, measured after a collection before and after; what the steps make
+// must be kept reachable by the caller until it has the figure.
+func heapPerStep(n int, step func(i int)) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		step(i)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(n)
 }

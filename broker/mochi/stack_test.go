@@ -265,6 +265,13 @@ func allowServer(t *testing.T, setup func(*Server)) (*Server, func() net.Conn) {
 // for them to go.
 func serveLoopback(t *testing.T, s *Server) (dial func() net.Conn) {
 	t.Helper()
+	return serveLoopbackWith(t, func(c net.Conn) { _ = s.EstablishConnection("t", c) })
+}
+
+// serveLoopbackWith is serveLoopback with establish run for each accepted
+// connection, on a goroutine of its own that the test's end waits for.
+func serveLoopbackWith(t *testing.T, establish func(net.Conn)) (dial func() net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -285,7 +292,7 @@ func serveLoopback(t *testing.T, s *Server) (dial func() net.Conn) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = s.EstablishConnection("t", c)
+				establish(c)
 			}()
 		}
 	}()
