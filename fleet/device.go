@@ -129,6 +129,9 @@ type DeviceService interface {
 	CreateDevice(ctx context.Context, d *Device) error
 	GetDevice(ctx context.Context, id string) (*Device, error)
 	ListDevices(ctx context.Context, f DeviceFilter) ([]*Device, error)
+	// ListDeviceIDs returns the ids of the devices f selects, ordered, without
+	// reading the devices (ListDevices reads every column, reports included).
+	ListDeviceIDs(ctx context.Context, f DeviceFilter) ([]string, error)
 	DeleteDevice(ctx context.Context, id string) error
 
 	SetDeviceTags(ctx context.Context, id string, tags []string) (*Device, error)

@@ -159,14 +159,14 @@ func (c *Controller) runHABirths() {
 		}
 		c.ha.born()
 		c.gw.republish() // the gateway's own config and fleet summary
-		devs, err := c.store.ListDevices(c.ctx, fleet.DeviceFilter{})
+		ids, err := c.store.ListDeviceIDs(c.ctx, fleet.DeviceFilter{})
 		if err != nil {
 			c.log.Warn("Home Assistant birth: list devices", "error", err)
 			continue
 		}
-		c.log.Info("Home Assistant online: publishing discovery again", "devices", len(devs))
-		for _, d := range devs {
-			c.queue.AddAfter(d.ID, c.ha.cfg.Jitter())
+		c.log.Info("Home Assistant online: publishing discovery again", "devices", len(ids))
+		for _, id := range ids {
+			c.queue.AddAfter(id, c.ha.cfg.Jitter())
 		}
 	}
 }

@@ -203,13 +203,13 @@ func (c *Controller) requeueTarget(ctx context.Context, t fleet.Target) {
 	if t.Kind == fleet.TargetTag {
 		f.Tag = t.Value
 	}
-	devs, err := c.store.ListDevices(ctx, f)
+	ids, err := c.store.ListDeviceIDs(ctx, f)
 	if err != nil {
 		c.log.Warn("list devices to reconcile", "target", t.String(), "error", err)
 		return
 	}
-	for _, d := range devs {
-		c.queue.Add(d.ID)
+	for _, id := range ids {
+		c.queue.Add(id)
 	}
 }
 

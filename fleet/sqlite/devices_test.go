@@ -55,6 +55,14 @@ func TestDeviceCRUD(t *testing.T) {
 			if !slices.Equal(ids, tt.want) {
 				t.Errorf("ids = %v, want %v", ids, tt.want)
 			}
+			// ListDeviceIDs selects the same devices, in the same order.
+			only, err := db.ListDeviceIDs(ctx, tt.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(only, tt.want) {
+				t.Errorf("ListDeviceIDs = %v, want %v", only, tt.want)
+			}
 		})
 	}
 	ds, _ := db.ListDevices(ctx, fleet.DeviceFilter{})
@@ -91,6 +99,7 @@ func TestDeviceErrors(t *testing.T) {
 		{"get missing", func() error { _, err := db.GetDevice(ctx, "nope"); return err }, fleet.ENOTFOUND},
 		{"get invalid", func() error { _, err := db.GetDevice(ctx, "../x"); return err }, fleet.EINVALID},
 		{"list invalid tag", func() error { _, err := db.ListDevices(ctx, fleet.DeviceFilter{Tag: "-x"}); return err }, fleet.EINVALID},
+		{"list ids invalid tag", func() error { _, err := db.ListDeviceIDs(ctx, fleet.DeviceFilter{Tag: "-x"}); return err }, fleet.EINVALID},
 		{"delete missing", func() error { return db.DeleteDevice(ctx, "nope") }, fleet.ENOTFOUND},
 		{"tag missing device", func() error { _, err := db.AddDeviceTag(ctx, "nope", "k"); return err }, fleet.ENOTFOUND},
 		{"tag invalid", func() error { _, err := db.AddDeviceTag(ctx, "pi1", ""); return err }, fleet.EINVALID},
